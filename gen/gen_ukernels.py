@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Generate the L0 register micro-kernels of Vortex (see src/cpu/ukernel.h).
+
+For each ISA, every register tile the vector register file allows is emitted:
+nr is a multiple of the vector width, and mr is any row count such that the
+accumulators (mr * nr/W), one register per B vector (nr/W) and one broadcast
+register fit the architectural registers. Each (m, nr) pair gets three
+operand-mode variants (packed/strided A x packed/strided B). Edge rows are
+exact (a kernel exists for every m <= mr_max) and ragged columns are masked,
+so callers never pad C.
+
+Usage: gen_ukernels.py --isa avx512|avx2 --out FILE.c
+       gen_ukernels.py --table --out FILE.c
+"""
+import argparse
+import sys
+
+ISAS = {
+    # name: vector floats, vector registers
+    "avx512": dict(w=16, regs=32),
+    "avx2": dict(w=8, regs=16),
+}
+VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
+MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
+
+
+def tiles(isa):
+    """(nr, mr_max) for every family the register file allows."""
+    w, regs = ISAS[isa]["w"], ISAS[isa]["regs"]
+    out = []
+    for vecs in range(1, MAX_VECTORS_PER_ROW + 1):
+        mr_max = (regs - vecs - 1) // vecs
+        if mr_max >= 1:
+            out.append((vecs * w, mr_max))
+    return out
+
+
+def fname(isa, nr, m, variant):
+    return f"vx_uk_{isa}_n{nr}_m{m}_{variant}"
+
+
+SIG = ("(int64_t k, const float *restrict a, int64_t a_rs, int64_t a_cs, "
+       "const float *restrict b, int64_t b_rs, float *restrict c, int64_t c_rs, "
+       "int64_t n, float alpha, float beta)")
+
+
+class Isa:
+    """Intrinsic spellings for one ISA."""
+
+    def __init__(self, name):
+        self.name = name
+        self.w = ISAS[name]["w"]
+        if name == "avx512":
+            self.vt, self.p = "__m512", "_mm512"
+        else:
+            self.vt, self.p = "__m256", "_mm256"
+
+    def zero(self):
+        return f"{self.p}_setzero_ps()"
+
+    def bcast(self, expr):
+        return f"{self.p}_set1_ps({expr})"
+
+    def fma(self, a, b, c):
+        return f"{self.p}_fmadd_ps({a}, {b}, {c})"
+
+    def load(self, ptr):
+        return f"{self.p}_loadu_ps({ptr})"
+
+    def mload(self, v, ptr):
+        if self.name == "avx512":
+            return f"_mm512_maskz_loadu_ps(mk{v}, {ptr})"
+        return f"_mm256_maskload_ps({ptr}, mk{v})"
+
+    def mstore(self, v, ptr, val):
+        if self.name == "avx512":
+            return f"_mm512_mask_storeu_ps({ptr}, mk{v}, {val});"
+        return f"_mm256_maskstore_ps({ptr}, mk{v}, {val});"
+
+    def store(self, ptr, val):
+        return f"{self.p}_storeu_ps({ptr}, {val});"
+
+    def mask_decl(self, v):
+        """Mask of the valid lanes of vector column v given n."""
+        w = self.w
+        if self.name == "avx512":
+            return (f"const __mmask16 mk{v} = (n >= {w * (v + 1)}) ? (__mmask16)0xFFFF : "
+                    f"(n > {w * v} ? (__mmask16)((1u << (n - {w * v})) - 1u) : (__mmask16)0);")
+        return (f"const __m256i mk{v} = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - {w * v})), "
+                f"_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));")
+
+
+def kernel(isa, nr, m, variant, a_packed, b_packed):
+    I = Isa(isa)
+    V = nr // I.w
+    L = []
+    L.append(f"void {fname(isa, nr, m, variant)}{SIG}")
+    L.append("{")
+    if a_packed:
+        L.append("    (void)a_rs; (void)a_cs;")
+    if b_packed:
+        L.append("    (void)b_rs;")
+    for i in range(m):
+        L.append("    " + " ".join(f"{I.vt} c{i}_{v} = {I.zero()};" for v in range(V)))
+    for v in range(V):
+        L.append("    " + I.mask_decl(v))
+    if not a_packed and m == 1:
+        L.append("    (void)a_rs;")
+    if not a_packed:
+        # Row offsets of A in elements; the compiler keeps what it can in registers.
+        for i in range(1, m):
+            L.append(f"    const int64_t ro{i} = {i} * a_rs;")
+    # Warm the C tile while the K loop runs: its rows are far apart.
+    for i in range(m):
+        for v in range(0, V, max(1, 64 // (4 * I.w))):
+            L.append(f"    __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")
+
+    def a_elem(i, u):
+        if a_packed:
+            return f"a[{u * m + i}]"
+        off = "" if i == 0 else f"ro{i}"
+        uo = "" if u == 0 else f"{u} * a_cs"
+        idx = " + ".join(x for x in (off, uo) if x) or "0"
+        return f"a[{idx}]"
+
+    def b_ptr(v, u, masked):
+        if b_packed:
+            return f"b + {u * nr + v * I.w}"
+        uo = f"{u} * b_rs + " if u else ""
+        return f"b + {uo}{v * I.w}"
+
+    def step(u, masked, indent):
+        out = []
+        for v in range(V):
+            ptr = b_ptr(v, u, masked)
+            ld = I.mload(v, ptr) if masked else I.load(ptr)
+            out.append(f"{indent}const {I.vt} b{v} = {ld};")
+        for i in range(m):
+            out.append(f"{indent}{{ const {I.vt} ai = {I.bcast(a_elem(i, u))};")
+            for v in range(V):
+                out.append(f"{indent}  c{i}_{v} = {I.fma('ai', f'b{v}', f'c{i}_{v}')};")
+            out.append(f"{indent}}}")
+        return out
+
+    a_adv1 = f"{m}" if a_packed else "a_cs"
+    b_adv1 = f"{nr}" if b_packed else "b_rs"
+    UNROLL = 4
+
+    def kloop(masked, indent):
+        out = []
+        out.append(f"{indent}int64_t p = 0;")
+        out.append(f"{indent}for (; p + {UNROLL} <= k; p += {UNROLL}) {{")
+        for u in range(UNROLL):
+            out.append(f"{indent}  {{")
+            out += step(u, masked, indent + "    ")
+            out.append(f"{indent}  }}")
+        out.append(f"{indent}  a += {UNROLL} * {a_adv1}; b += {UNROLL} * {b_adv1};")
+        out.append(f"{indent}}}")
+        out.append(f"{indent}for (; p < k; ++p) {{")
+        out += step(0, masked, indent + "  ")
+        out.append(f"{indent}  a += {a_adv1}; b += {b_adv1};")
+        out.append(f"{indent}}}")
+        return out
+
+    if b_packed:
+        L += kloop(False, "    ")
+    else:
+        # Strided B: only the n valid columns may be read.
+        L.append(f"    if (n == {nr}) {{")
+        L += kloop(False, "        ")
+        L.append("    } else {")
+        L += kloop(True, "        ")
+        L.append("    }")
+
+    # Store stage: C = alpha*acc + beta*C; beta == 0 never reads C.
+    L.append(f"    const {I.vt} va = {I.bcast('alpha')};")
+    L.append("    if (beta == 0.0f) {")
+    for i in range(m):
+        for v in range(V):
+            L.append(f"        {I.mstore(v, f'c + {i} * c_rs + {v * I.w}', f'{I.p}_mul_ps(c{i}_{v}, va)')}")
+    L.append("    } else {")
+    L.append(f"        const {I.vt} vb = {I.bcast('beta')};")
+    for i in range(m):
+        for v in range(V):
+            ptr = f"c + {i} * c_rs + {v * I.w}"
+            L.append(f"        {{ const {I.vt} t = {I.p}_mul_ps({I.mload(v, ptr)}, vb);")
+            L.append(f"          {I.mstore(v, ptr, I.fma(f'c{i}_{v}', 'va', 't'))} }}")
+    L.append("    }")
+    L.append("}")
+    return "\n".join(L)
+
+
+def emit_isa(isa, only_nr=None):
+    out = ["/* Generated by gen/gen_ukernels.py: do not edit. */",
+           "#include <immintrin.h>", "#include <stdint.h>", '#include "cpu/ukernel.h"', ""]
+    for nr, mr_max in tiles(isa):
+        if only_nr is not None and nr != only_nr:
+            continue
+        for m in range(1, mr_max + 1):
+            for variant, ap, bp in VARIANTS:
+                out.append(f"void {fname(isa, nr, m, variant)}{SIG};")
+                out.append(kernel(isa, nr, m, variant, ap, bp))
+                out.append("")
+    return "\n".join(out) + "\n"
+
+
+def emit_table():
+    out = ["/* Generated by gen/gen_ukernels.py: do not edit. */",
+           "#include <stddef.h>", '#include "cpu/ukernel.h"', ""]
+    for isa in ISAS:
+        for nr, mr_max in tiles(isa):
+            for m in range(1, mr_max + 1):
+                for variant, _, _ in VARIANTS:
+                    out.append(f"void {fname(isa, nr, m, variant)}{SIG};")
+    out.append("")
+    order = {"avx2": "VX_ISA_AVX2", "avx512": "VX_ISA_AVX512"}
+    for isa in ISAS:
+        for nr, mr_max in tiles(isa):
+            for variant, _, _ in VARIANTS:
+                names = ", ".join(fname(isa, nr, m, variant) for m in range(1, mr_max + 1))
+                out.append(f"static const vx_ukernel_fn {isa}_n{nr}_{variant}[{mr_max}] = {{ {names} }};")
+        fams = []
+        for nr, mr_max in tiles(isa):
+            ks = ", ".join(f"{isa}_n{nr}_{v}" for v, _, _ in VARIANTS)
+            fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }} }},")
+        out.append(f"static const vx_ukernel_family {isa}_families[] = {{")
+        out += fams
+        out.append("};")
+        w, regs = ISAS[isa]["w"], ISAS[isa]["regs"]
+        out.append(f"static const vx_ukernel_set {isa}_set = {{ {order[isa]}, \"{isa}\", {w}, {regs}, "
+                   f"(int)(sizeof {isa}_families / sizeof {isa}_families[0]), {isa}_families }};")
+        out.append("")
+    out.append("const vx_ukernel_set *vx_ukernels(vx_isa isa)")
+    out.append("{")
+    out.append("    return isa == VX_ISA_AVX512 ? &avx512_set : &avx2_set;")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--isa", choices=sorted(ISAS))
+    ap.add_argument("--nr", type=int, help="with --isa: only the family with this nr (one file per family builds in parallel)")
+    ap.add_argument("--table", action="store_true", help="emit the kernel table instead of kernels")
+    ap.add_argument("--list", action="store_true", help="print the tiles per ISA and exit")
+    ap.add_argument("--families", action="store_true", help="print 'isa:nr' per family, one a line (for meson)")
+    ap.add_argument("--out", help="output file (default: stdout)")
+    args = ap.parse_args()
+    if args.list:
+        for isa in ISAS:
+            print(isa, " ".join(f"{mr}x{nr}" for nr, mr in tiles(isa)))
+        return 0
+    if args.families:
+        for isa in ISAS:
+            for nr, _ in tiles(isa):
+                print(f"{isa}:{nr}")
+        return 0
+    if args.table:
+        text = emit_table()
+    elif args.isa:
+        if args.nr is not None and args.nr not in [nr for nr, _ in tiles(args.isa)]:
+            ap.error(f"{args.isa} has no family with nr={args.nr}")
+        text = emit_isa(args.isa, args.nr)
+    else:
+        ap.error("give --isa, --table or --list")
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

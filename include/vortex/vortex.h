@@ -1,0 +1,61 @@
+/* Vortex: dynamic-shape GEMM (and later conv2d) for CPUs and GPUs.
+ *
+ * The only header a user includes. All functions are thread-safe.
+ * Argument semantics follow cblas_sgemm; see README.md for the rules
+ * (beta == 0 never reads C, bad arguments write nothing, ...). */
+#ifndef VORTEX_VORTEX_H
+#define VORTEX_VORTEX_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define VX_API
+#else
+#define VX_API __attribute__((visibility("default")))
+#endif
+
+#define VORTEX_VERSION_MAJOR 0
+#define VORTEX_VERSION_MINOR 1
+#define VORTEX_VERSION_PATCH 0
+
+typedef enum { VX_ROW_MAJOR = 101, VX_COL_MAJOR = 102 } vx_layout;      /* CBLAS values */
+typedef enum { VX_NO_TRANS = 111, VX_TRANS = 112 } vx_transpose;        /* CBLAS values */
+typedef enum {
+    VX_OK = 0,
+    VX_ERR_INVALID_ARG,   /* a size, leading dimension, pointer or enum is wrong */
+    VX_ERR_UNSUPPORTED,   /* valid request this build or machine cannot run */
+    VX_ERR_NO_MEMORY,     /* a workspace allocation failed; C is unchanged */
+    VX_ERR_DEVICE,        /* a GPU runtime call failed */
+    VX_ERR_INTERNAL       /* a bug in Vortex: please report it */
+} vx_status;
+
+/* C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T.
+ * op(A) is m x k, op(B) is k x n, C is m x n, all fp32 in host memory.
+ * beta == 0: C is not read (NaN/Inf in C do not propagate).
+ * m == 0 or n == 0: returns VX_OK at once. k == 0: C = beta * C.
+ * On any error nothing is written and vx_last_error() says why. */
+VX_API vx_status dyn_gemm(vx_layout layout, vx_transpose transa, vx_transpose transb,
+                   int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb,
+                   float beta, float *c, int64_t ldc);
+
+/* A short constant name for a status ("VX_ERR_INVALID_ARG", ...). */
+VX_API const char *vx_status_string(vx_status s);
+
+/* The message of the last failed call on this thread ("" if none). */
+VX_API const char *vx_last_error(void);
+
+/* Threads used by one call. Default: VORTEX_NUM_THREADS if set, else the
+ * number of physical cores. n <= 0 restores that default. */
+VX_API int  vx_get_num_threads(void);
+VX_API void vx_set_num_threads(int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VORTEX_VORTEX_H */

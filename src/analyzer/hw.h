@@ -1,0 +1,33 @@
+/* Hardware query: the one place that knows cores, caches and ISA.
+ * Everything else reads vx_hw(); nothing hard-codes cache sizes. */
+#ifndef VX_ANALYZER_HW_H
+#define VX_ANALYZER_HW_H
+
+#include <stdint.h>
+
+typedef struct {
+    char cpu_model[128];
+    int physical_cores;      /* cores (not hyper-threads) usable by this process */
+    int logical_cpus;
+    int numa_nodes;
+    int64_t l1d_bytes;       /* per instance */
+    int64_t l2_bytes;
+    int64_t l3_bytes;
+    int l2_cores;            /* cores sharing one L2 instance */
+    int l3_cores;            /* cores sharing one L3 instance */
+    int has_avx2_fma;        /* AVX2 + FMA3, with OS support for ymm state */
+    int has_avx512;          /* AVX-512 F/BW/VL/DQ, with OS support for zmm state */
+    int has_avx512_bf16;
+    int has_avx512_fp16;
+    int has_amx;
+    int from_hwloc;          /* 1 when cache sizes came from hwloc, 0 = fallbacks */
+} vx_hw_info;
+
+/* Queried once per process (thread-safe); never NULL. */
+const vx_hw_info *vx_hw(void);
+
+/* Bind the calling thread to physical core `core` (0-based, modulo the core
+ * count). Returns 0 on success; failure is harmless (the thread just floats). */
+int vx_hw_bind_thread_to_core(int core);
+
+#endif

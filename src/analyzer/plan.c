@@ -1,0 +1,160 @@
+/* The interim plan rule: a small analytical model built only from the
+ * hardware query (register file, cache sizes, cores) and the ISA's FMA
+ * shape. The analyzer (tuning file, measured L0 rates, candidate pricing)
+ * replaces the numbers here without changing the interface. */
+#include "analyzer/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "analyzer/hw.h"
+
+/* Per-core issue model shared by both x86 ISAs: two FMA pipes, two vector
+ * loads per cycle, four cycles of FMA latency. */
+enum { FMA_PER_CYCLE = 2, LOADS_PER_CYCLE = 2, FMA_LATENCY = 4 };
+
+static vx_gemm_plan g_override;
+static int g_have_override;
+
+static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Cycles per k step of an m x (V vectors) register tile. */
+static double tile_cycles(int m, int V)
+{
+    double fma = (double)m * V / FMA_PER_CYCLE;
+    double ld = (double)(m + V) / LOADS_PER_CYCLE;
+    double c = fma > ld ? fma : ld;
+    return c > FMA_LATENCY ? c : FMA_LATENCY;
+}
+
+/* Cycles per k step to cover an m x n block with one family. */
+static double family_cycles(int64_t m, int64_t n, int mr, int nr, int vec)
+{
+    const int V = nr / vec;
+    const int64_t full = m / mr, rest = m % mr;
+    double per_panel = (double)full * tile_cycles(mr, V) + (rest ? tile_cycles((int)rest, V) : 0.0);
+    return per_panel * (double)cdiv(n, nr);
+}
+
+static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int want_nr)
+{
+    int best = 0;
+    double best_c = 0;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const vx_ukernel_family *F = &set->families[f];
+        if (want_nr) {
+            if (F->nr == want_nr)
+                return f;
+            continue;
+        }
+        double c = family_cycles(m, n, F->mr_max, F->nr, set->vec_floats);
+        /* Prefer the wider tile on ties: fewer, longer B loads per FMA. */
+        if (f == 0 || c < best_c * 0.999 || (c <= best_c * 1.001 && F->nr > set->families[best].nr)) {
+            best = f;
+            best_c = c;
+        }
+    }
+    return best;
+}
+
+/* Pick threads_m x threads_n = t minimising the largest cell's tile count. */
+static void pick_grid(int64_t m, int64_t n, int mr, int nr, int t, int *tm_out, int *tn_out)
+{
+    const int64_t rt = cdiv(m, mr), ct = cdiv(n, nr);
+    if (t > rt * ct)
+        t = (int)(rt * ct);
+    int best_tm = 1, best_tn = 1;
+    int64_t best_cost = -1;
+    for (int tm = 1; tm <= t; tm++) {
+        if (t % tm)
+            continue;
+        const int tn = t / tm;
+        if (tm > rt || tn > ct)
+            continue;
+        /* Largest cell's tiles, plus the duplicated packing each split adds
+         * (splitting n repacks A per thread, splitting m repacks B). */
+        int64_t cost = cdiv(rt, tm) * cdiv(ct, tn) * 64 + (tn - 1) * rt + (tm - 1) * ct;
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best_tm = tm;
+            best_tn = tn;
+        }
+    }
+    *tm_out = best_tm;
+    *tn_out = best_tn;
+}
+
+void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out)
+{
+    const vx_hw_info *hw = vx_hw();
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    const vx_gemm_plan *ov = g_have_override ? &g_override : NULL;
+    memset(out, 0, sizeof *out);
+    out->isa = isa;
+
+    /* L0 and path. Small problems, and those where one operand is thin
+     * enough that packing it would cost more than it saves, run in place. */
+    const int64_t m = s->m, n = s->n, k = s->k;
+    const double flops = 2.0 * (double)m * (double)n * (double)k;
+    int64_t widest_mr = set->families[set->nfamilies - 1].mr_max;
+    int in_place = m <= 4 * widest_mr || n <= 2 * set->vec_floats || flops <= 2.0 * 48 * 48 * 48;
+    out->path = ov && ov->path ? ov->path : in_place ? VX_PATH_DIRECT : VX_PATH_PACKED;
+    if (out->path == VX_PATH_DIRECT && !s->b_unit_stride)
+        out->path = VX_PATH_PACK_B;
+
+    if (out->path == VX_PATH_PACKED) {
+        /* Big blocks: the tile with the best FMA-to-load ratio that still
+         * leaves registers for B, i.e. the model's choice for a large square. */
+        out->family = pick_family(set, 4096, 4096, ov ? ov->nr : 0);
+    } else {
+        out->family = pick_family(set, m, n, ov ? ov->nr : 0);
+    }
+    const vx_ukernel_family *F = &set->families[out->family];
+    out->nr = F->nr;
+    out->mr = ov && ov->mr ? (ov->mr <= F->mr_max ? ov->mr : F->mr_max) : F->mr_max;
+
+    /* L1: B micro-panel (kc x nr) in half of L1, A block (mc x kc) in half
+     * of L2, B block (kc x nc) in this core's share of L3. */
+    const int64_t fl = (int64_t)sizeof(float);
+    int64_t kc = imax(64, (hw->l1d_bytes / 2) / (out->nr * fl));
+    kc = imin(kc, 512) & ~(int64_t)7;
+    int64_t mc = imax(out->mr, ((hw->l2_bytes / 2) / (kc * fl)) / out->mr * out->mr);
+    int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / imax(1, hw->l3_cores) : hw->l2_bytes;
+    int64_t nc = imax(out->nr, imin(4096, (l3_share / 2) / (kc * fl)) / out->nr * out->nr);
+    out->kc = ov && ov->kc ? ov->kc : kc;
+    out->mc = ov && ov->mc ? imax(out->mr, ov->mc / out->mr * out->mr) : mc;
+    out->nc = ov && ov->nc ? imax(out->nr, ov->nc / out->nr * out->nr) : nc;
+
+    /* L2: more threads only when each gets enough work to pay the wake-up. */
+    int t = max_threads < 1 ? 1 : max_threads;
+    const double min_flops_per_thread = 2.0 * 96 * 96 * 96;
+    while (t > 1 && flops / t < min_flops_per_thread)
+        t--;
+    if (ov && (ov->threads_m || ov->threads_n)) {
+        out->threads_m = ov->threads_m ? ov->threads_m : 1;
+        out->threads_n = ov->threads_n ? ov->threads_n : 1;
+    } else {
+        pick_grid(m, n, out->mr, out->nr, t, &out->threads_m, &out->threads_n);
+    }
+}
+
+void vx_plan_set_override(const vx_gemm_plan *o)
+{
+    if (o) {
+        g_override = *o;
+        g_have_override = 1;
+    } else {
+        memset(&g_override, 0, sizeof g_override);
+        g_have_override = 0;
+    }
+}
+
+void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
+{
+    static const char *paths[] = { "auto", "packed", "pack_b", "direct" };
+    snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d",
+             paths[p->path & 3], vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->mc,
+             (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n);
+}

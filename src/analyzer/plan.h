@@ -1,0 +1,46 @@
+/* Plan selection for CPU GEMM: which L0 tile, which L1 blocking, which L2
+ * thread grid and whether to pack. This is the interface the analyzer fills;
+ * for now a simple hardware-derived rule (plan.c) decides. */
+#ifndef VX_ANALYZER_PLAN_H
+#define VX_ANALYZER_PLAN_H
+
+#include <stdint.h>
+#include "cpu/ukernel.h"
+
+typedef enum {
+    VX_PATH_AUTO = 0,
+    VX_PATH_PACKED = 1,   /* L1 blocking, A and B packed into CacheBuffers */
+    VX_PATH_PACK_B = 2,   /* A in place, B packed per nr panel (no blocking) */
+    VX_PATH_DIRECT = 3    /* A and B in place (needs unit-stride B rows) */
+} vx_path;
+
+/* The shape the planner sees (after the API has canonicalised the call so
+ * that C has unit column stride). */
+typedef struct {
+    int64_t m, n, k;
+    int b_unit_stride;    /* B[p][j+1] is next to B[p][j] */
+    int a_unit_stride;    /* A[i][p+1] is next to A[i][p] */
+} vx_gemm_shape;
+
+typedef struct {
+    vx_isa isa;
+    vx_path path;
+    int family;           /* index into vx_ukernels(isa)->families */
+    int mr, nr;           /* register tile, mr <= family's mr_max */
+    int64_t mc, kc, nc;   /* L1 block: mc % mr == 0, nc % nr == 0 */
+    int threads_m, threads_n; /* L2 grid of threads over C */
+} vx_gemm_plan;
+
+/* Fill *out for this shape, ISA and thread budget. Never fails. */
+void vx_plan_gemm(const vx_gemm_shape *shape, vx_isa isa, int max_threads, vx_gemm_plan *out);
+
+/* Testing hook: every non-zero field of *o replaces the rule's choice for
+ * later calls in this process (path, nr, mr, mc, kc, nc, threads_m,
+ * threads_n; isa is ignored, use VORTEX_ISA). NULL clears it. Not
+ * thread-safe against concurrent dyn_gemm calls: set it before them. */
+void vx_plan_set_override(const vx_gemm_plan *o);
+
+/* A one-line human description, e.g. "packed avx512 14x32 mc=... t=1x2". */
+void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len);
+
+#endif

@@ -1,0 +1,151 @@
+#include "cpu/gemm.h"
+
+#include "cpu/pack.h"
+#include "cpu/threadpool.h"
+#include "cpu/ukernel.h"
+#include "status.h"
+
+enum { SLOT_WORK = 0 };
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+typedef struct {
+    const vx_gemm_args *g;
+    const vx_gemm_plan *plan;
+    const vx_ukernel_family *fam;
+    float *ws;          /* the caller's workspace: one slice per thread */
+    size_t ws_a, ws_b;  /* floats of A and B buffer in a slice */
+} job;
+
+/* Effective L1 block for this problem: no larger than the problem itself. */
+static void block_sizes(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t *mc, int64_t *kc, int64_t *nc)
+{
+    const int64_t mr = P->mr, nr = P->nr;
+    const int64_t m_cell = (g->m + P->threads_m - 1) / P->threads_m + mr;
+    const int64_t n_cell = (g->n + P->threads_n - 1) / P->threads_n + nr;
+    *kc = min64(P->kc, g->k);
+    *mc = min64(P->mc, ((m_cell + mr - 1) / mr) * mr);
+    *nc = min64(P->nc, ((n_cell + nr - 1) / nr) * nr);
+}
+
+/* Balanced split of `total` into `parts` chunks, each a multiple of `unit`
+ * except the last: chunk `idx` is [*lo, *hi). */
+static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, int64_t *hi)
+{
+    const int64_t units = (total + unit - 1) / unit;
+    const int64_t base = units / parts, extra = units % parts;
+    const int64_t u0 = idx * base + (idx < extra ? idx : extra);
+    const int64_t u1 = u0 + base + (idx < extra ? 1 : 0);
+    *lo = min64(u0 * unit, total);
+    *hi = min64(u1 * unit, total);
+}
+
+/* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir.
+ * The B micro-panel (kc x nr) stays in L1 while A panels stream from L2. */
+static void run_packed(const job *J, float *ap, float *bp, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    const vx_gemm_args *g = J->g;
+    const vx_gemm_plan *P = J->plan;
+    const int mr = P->mr, nr = P->nr;
+    const vx_ukernel_fn *kern = J->fam->kern[VX_UK_AP_BP];
+    int64_t mc, kc, nc;
+    block_sizes(g, P, &mc, &kc, &nc);
+    for (int64_t jc = n0; jc < n1; jc += nc) {
+        const int64_t nb = min64(nc, n1 - jc);
+        for (int64_t pc = 0; pc < g->k; pc += kc) {
+            const int64_t kb = min64(kc, g->k - pc);
+            const float beta = pc == 0 ? g->beta : 1.0f;
+            vx_pack_b(kb, nb, g->b + pc * g->b_rs + jc * g->b_cs, g->b_rs, g->b_cs, nr, bp);
+            for (int64_t ic = m0; ic < m1; ic += mc) {
+                const int64_t mb = min64(mc, m1 - ic);
+                vx_pack_a(mb, kb, g->a + ic * g->a_rs + pc * g->a_cs, g->a_rs, g->a_cs, mr, ap);
+                for (int64_t jr = 0; jr < nb; jr += nr) {
+                    const int64_t nn = min64(nr, nb - jr);
+                    const float *bpan = bp + jr * kb;
+                    float *cc = g->c + ic * g->c_rs + jc + jr;
+                    for (int64_t ir = 0; ir < mb; ir += mr) {
+                        const int64_t mm = min64(mr, mb - ir);
+                        kern[mm - 1](kb, ap + ir * kb, 0, 0, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn,
+                                     g->alpha, beta);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
+ * read in place (unit-stride rows) or packed one nr-wide panel at a time. */
+static void run_inplace(const job *J, float *bp, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int pack_b)
+{
+    const vx_gemm_args *g = J->g;
+    const int mr = J->plan->mr, nr = J->plan->nr;
+    const vx_ukernel_fn *kern = J->fam->kern[pack_b ? VX_UK_AS_BP : VX_UK_AS_BS];
+    for (int64_t j0 = n0; j0 < n1; j0 += nr) {
+        const int64_t nn = min64(nr, n1 - j0);
+        const float *bpan = g->b + j0 * g->b_cs;
+        int64_t b_rs = g->b_rs;
+        if (pack_b) {
+            vx_pack_b(g->k, nn, bpan, g->b_rs, g->b_cs, nr, bp);
+            bpan = bp;
+            b_rs = nr;
+        }
+        for (int64_t i0 = m0; i0 < m1; i0 += mr) {
+            const int64_t mm = min64(mr, m1 - i0);
+            kern[mm - 1](g->k, g->a + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
+                         g->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, g->beta);
+        }
+    }
+}
+
+/* One thread's share: the grid cells tid, tid + nthreads, ... */
+static void task(void *ctx, int tid, int nthreads)
+{
+    job *J = ctx;
+    const vx_gemm_plan *P = J->plan;
+    const int cells = P->threads_m * P->threads_n;
+    float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
+    float *bp = ap + J->ws_a;
+    for (int cell = tid; cell < cells; cell += nthreads) {
+        const int ti = cell / P->threads_n, tj = cell % P->threads_n;
+        int64_t m0, m1, n0, n1;
+        split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
+        split(J->g->n, P->nr, P->threads_n, tj, &n0, &n1);
+        if (m0 >= m1 || n0 >= n1)
+            continue;
+        switch (P->path) {
+        case VX_PATH_DIRECT: run_inplace(J, bp, m0, m1, n0, n1, 0); break;
+        case VX_PATH_PACK_B: run_inplace(J, bp, m0, m1, n0, n1, 1); break;
+        default: run_packed(J, ap, bp, m0, m1, n0, n1); break;
+        }
+    }
+}
+
+vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used)
+{
+    const vx_ukernel_set *set = vx_ukernels(plan->isa);
+    if (plan->family < 0 || plan->family >= set->nfamilies || plan->mr < 1 ||
+        plan->mr > set->families[plan->family].mr_max)
+        return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: invalid plan (family %d, mr %d)", plan->family, plan->mr);
+    if (plan->path == VX_PATH_DIRECT && g->b_cs != 1)
+        return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows");
+    job J = { g, plan, &set->families[plan->family], NULL, 0, 0 };
+    const int cells = plan->threads_m * plan->threads_n;
+    /* All packing memory is taken before anything is written, so running out
+     * of it leaves C untouched. 16 floats of slack keep slices 64-byte aligned. */
+    if (plan->path == VX_PATH_PACKED) {
+        int64_t mc, kc, nc;
+        block_sizes(g, plan, &mc, &kc, &nc);
+        J.ws_a = (size_t)(mc * kc + 15) & ~(size_t)15;
+        J.ws_b = (size_t)(kc * nc + 15) & ~(size_t)15;
+    } else if (plan->path == VX_PATH_PACK_B) {
+        J.ws_b = (size_t)(g->k * plan->nr + 15) & ~(size_t)15;
+    }
+    if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)cells * (J.ws_a + J.ws_b))))
+        return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %zu bytes of packing buffers",
+                       (size_t)cells * (J.ws_a + J.ws_b) * sizeof(float));
+    int used = cells > 1 ? vx_pool_run(task, &J, cells) : (task(&J, 0, 1), 1);
+    if (threads_used)
+        *threads_used = used;
+    return VX_OK;
+}

@@ -1,0 +1,23 @@
+/* L1 load stage: packing operand blocks into CacheBuffers in the layouts the
+ * micro-kernels read (see ukernel.h). */
+#ifndef VX_CPU_PACK_H
+#define VX_CPU_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Pack the mb x kb block A[i][p] = a[i*rs + p*cs] into row panels of mr rows:
+ * panel r (rows r*mr ..) holds rows_r = min(mr, mb - r*mr) rows stored as
+ * out[r*mr*kb + p*rows_r + i]. The last panel is compact (no padding). */
+void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, int mr, float *out);
+
+/* Pack the kb x nb block B[p][j] = b[p*rs + j*cs] into column panels of nr
+ * columns: panel q holds out[q*nr*kb + p*nr + j], columns past nb zeroed. */
+void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, int nr, float *out);
+
+/* A per-thread, 64-byte aligned scratch buffer that grows on demand and is
+ * freed when the thread exits. slot selects one of a few independent buffers.
+ * Returns NULL when memory runs out. */
+float *vx_scratch(int slot, size_t floats);
+
+#endif

@@ -1,0 +1,111 @@
+#include "cpu/threadpool.h"
+
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "analyzer/hw.h"
+
+enum { MAX_WORKERS = 256, SPIN_ROUNDS = 20000 };
+
+typedef struct {
+    pthread_t thread;
+    int tid;
+    unsigned start_generation; /* the generation before the worker's first region */
+} worker;
+
+static pthread_mutex_t g_start_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_flag g_busy = ATOMIC_FLAG_INIT;   /* one region at a time */
+static worker g_workers[MAX_WORKERS];
+static int g_nworkers;                           /* pool threads started (tids 1..) */
+
+/* The current region. Workers read these after seeing a new generation. */
+static vx_task_fn g_fn;
+static void *g_ctx;
+static int g_nthreads;
+static atomic_uint g_generation;
+static atomic_int g_pending;                     /* workers yet to finish */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    vx_hw_bind_thread_to_core(w->tid);
+    unsigned seen = w->start_generation;
+    for (;;) {
+        /* Spin briefly (back-to-back calls are common), then sleep. */
+        unsigned gen;
+        int spins = 0;
+        while ((gen = atomic_load_explicit(&g_generation, memory_order_acquire)) == seen &&
+               spins < SPIN_ROUNDS) {
+            _mm_pause();
+            spins++;
+        }
+        if (gen == seen) {
+            pthread_mutex_lock(&g_mu);
+            while ((gen = atomic_load(&g_generation)) == seen)
+                pthread_cond_wait(&g_cv, &g_mu);
+            pthread_mutex_unlock(&g_mu);
+        }
+        seen = gen;
+        if (w->tid < g_nthreads)
+            g_fn(g_ctx, w->tid, g_nthreads);
+        atomic_fetch_sub_explicit(&g_pending, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+/* Start pool threads up to tid n-1; returns how many threads are usable. */
+static int ensure_workers(int n)
+{
+    if (n > MAX_WORKERS)
+        n = MAX_WORKERS;
+    pthread_mutex_lock(&g_start_mu);
+    while (g_nworkers + 1 < n) {
+        worker *w = &g_workers[g_nworkers];
+        w->tid = g_nworkers + 1;
+        /* Workers are only started by the thread holding g_busy, before it
+         * publishes its region, so this is the generation to wait past. */
+        w->start_generation = atomic_load(&g_generation);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&w->thread, &attr, worker_main, w);
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
+            break;
+        g_nworkers++;
+    }
+    int usable = g_nworkers + 1;
+    pthread_mutex_unlock(&g_start_mu);
+    return usable < n ? usable : n;
+}
+
+int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
+{
+    if (nthreads > 1 && !atomic_flag_test_and_set_explicit(&g_busy, memory_order_acquire)) {
+        nthreads = ensure_workers(nthreads);
+        if (nthreads > 1) {
+            g_fn = fn;
+            g_ctx = ctx;
+            g_nthreads = nthreads;
+            /* Every started worker wakes for a generation, even those with
+             * tid >= nthreads (they return at once), so all can be counted. */
+            atomic_store(&g_pending, g_nworkers);
+            pthread_mutex_lock(&g_mu);
+            atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
+            pthread_cond_broadcast(&g_cv);
+            pthread_mutex_unlock(&g_mu);
+            fn(ctx, 0, nthreads);
+            while (atomic_load_explicit(&g_pending, memory_order_acquire) > 0)
+                _mm_pause();
+            atomic_flag_clear_explicit(&g_busy, memory_order_release);
+            return nthreads;
+        }
+        atomic_flag_clear_explicit(&g_busy, memory_order_release);
+    }
+    fn(ctx, 0, 1);
+    return 1;
+}

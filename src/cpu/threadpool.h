@@ -1,0 +1,15 @@
+/* L2 execution: a pool of worker threads pinned to cores (hwloc). The calling
+ * thread is worker 0; workers 1..n-1 are pool threads pinned to cores 1..n-1.
+ * One parallel region runs at a time: a call that finds the pool busy (another
+ * thread's dyn_gemm in flight) runs its region on the calling thread alone,
+ * which is always correct because tasks split work by (tid, nthreads). */
+#ifndef VX_CPU_THREADPOOL_H
+#define VX_CPU_THREADPOOL_H
+
+typedef void (*vx_task_fn)(void *ctx, int tid, int nthreads);
+
+/* Run fn(ctx, tid, n) for tid = 0..n-1 and wait; returns the n actually used
+ * (1 when the pool is busy or a worker cannot be started). */
+int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads);
+
+#endif
