@@ -1,5 +1,7 @@
 /* Shared helpers for the Vortex benchmark runners; see bench_common.h. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "bench_common.h"
 
 #include <immintrin.h>

@@ -7,7 +7,9 @@
  * first), each repetition timing a batch of back-to-back calls so that a
  * sample lasts at least --min-sample-ms; the reported time is the median of
  * the per-call times. See --help and NOTES.md. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "bench_common.h"
 
 #include <vortex/vortex.h>

@@ -3,6 +3,7 @@
 #include "analyzer/hw.h"
 
 #include <cpuid.h>
+#include <sched.h>
 #include <hwloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,7 +11,10 @@
 #include <unistd.h>
 
 static vx_hw_info g_hw;
+enum { MAX_CPUS = 4096 };
+
 static hwloc_topology_t g_topo;
+static short g_core_of_cpu[MAX_CPUS]; /* OS cpu number -> core index, -1 unknown */
 static int g_topo_ok;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -126,10 +130,20 @@ static void query_topology(vx_hw_info *h)
         h->l3_cores = h->physical_cores;
     }
     h->from_hwloc = l1 > 0 && l2 > 0;
+    for (int c = 0; c < cores; c++) {
+        hwloc_obj_t core = hwloc_get_obj_by_type(g_topo, HWLOC_OBJ_CORE, (unsigned)c);
+        unsigned cpu;
+        hwloc_bitmap_foreach_begin(cpu, core->cpuset)
+            if (cpu < MAX_CPUS)
+                g_core_of_cpu[cpu] = (short)c;
+        hwloc_bitmap_foreach_end();
+    }
 }
 
 static void query_all(void)
 {
+    for (int i = 0; i < MAX_CPUS; i++)
+        g_core_of_cpu[i] = -1;
     query_model(&g_hw);
     query_isa(&g_hw);
     query_topology(&g_hw);
@@ -139,6 +153,13 @@ const vx_hw_info *vx_hw(void)
 {
     pthread_once(&g_once, query_all);
     return &g_hw;
+}
+
+int vx_hw_current_core(void)
+{
+    vx_hw();
+    int cpu = sched_getcpu();
+    return cpu >= 0 && cpu < MAX_CPUS ? g_core_of_cpu[cpu] : -1;
 }
 
 int vx_hw_bind_thread_to_core(int core)

@@ -26,6 +26,10 @@ typedef struct {
 /* Queried once per process (thread-safe); never NULL. */
 const vx_hw_info *vx_hw(void);
 
+/* The core index (0-based, as vx_hw_bind_thread_to_core counts) that the
+ * calling thread runs on now, or -1 when unknown. */
+int vx_hw_current_core(void);
+
 /* Bind the calling thread to physical core `core` (0-based, modulo the core
  * count). Returns 0 on success; failure is harmless (the thread just floats). */
 int vx_hw_bind_thread_to_core(int core);

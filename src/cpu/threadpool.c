@@ -7,12 +7,15 @@
 
 #include "analyzer/hw.h"
 
-enum { MAX_WORKERS = 256, SPIN_ROUNDS = 20000 };
+/* After a region a worker spins this many TSC ticks (~0.1 ms) before it
+ * sleeps: back-to-back calls then start without a futex wake-up. */
+enum { MAX_WORKERS = 256, SPIN_TICKS = 300000 };
 
 typedef struct {
     pthread_t thread;
     int tid;
     unsigned start_generation; /* the generation before the worker's first region */
+    int bound_core;            /* core this worker is pinned to, -1 none */
 } worker;
 
 static pthread_mutex_t g_start_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -24,6 +27,8 @@ static int g_nworkers;                           /* pool threads started (tids 1
 static vx_task_fn g_fn;
 static void *g_ctx;
 static int g_nthreads;
+static int g_caller_core;                        /* where worker 0 (the caller) runs */
+static int g_ncores;
 static atomic_uint g_generation;
 static atomic_int g_pending;                     /* workers yet to finish */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -32,17 +37,14 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    vx_hw_bind_thread_to_core(w->tid);
     unsigned seen = w->start_generation;
     for (;;) {
         /* Spin briefly (back-to-back calls are common), then sleep. */
         unsigned gen;
-        int spins = 0;
+        const unsigned long long t0 = __rdtsc();
         while ((gen = atomic_load_explicit(&g_generation, memory_order_acquire)) == seen &&
-               spins < SPIN_ROUNDS) {
+               __rdtsc() - t0 < SPIN_TICKS)
             _mm_pause();
-            spins++;
-        }
         if (gen == seen) {
             pthread_mutex_lock(&g_mu);
             while ((gen = atomic_load(&g_generation)) == seen)
@@ -50,8 +52,15 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&g_mu);
         }
         seen = gen;
-        if (w->tid < g_nthreads)
+        if (w->tid < g_nthreads) {
+            /* Pin to the tid-th core counted from the caller's, so the
+             * caller and the workers never share a core. Rebinding happens
+             * only when the caller has moved. */
+            int want = g_caller_core >= 0 ? (g_caller_core + w->tid) % g_ncores : w->tid % g_ncores;
+            if (want != w->bound_core && vx_hw_bind_thread_to_core(want) == 0)
+                w->bound_core = want;
             g_fn(g_ctx, w->tid, g_nthreads);
+        }
         atomic_fetch_sub_explicit(&g_pending, 1, memory_order_release);
     }
     return NULL;
@@ -69,6 +78,7 @@ static int ensure_workers(int n)
         /* Workers are only started by the thread holding g_busy, before it
          * publishes its region, so this is the generation to wait past. */
         w->start_generation = atomic_load(&g_generation);
+        w->bound_core = -1;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -91,6 +101,8 @@ int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
             g_fn = fn;
             g_ctx = ctx;
             g_nthreads = nthreads;
+            g_ncores = vx_hw()->physical_cores > 0 ? vx_hw()->physical_cores : 1;
+            g_caller_core = vx_hw_current_core();
             /* Every started worker wakes for a generation, even those with
              * tid >= nthreads (they return at once), so all can be counted. */
             atomic_store(&g_pending, g_nworkers);

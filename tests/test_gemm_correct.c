@@ -1,0 +1,325 @@
+/* dyn_gemm results against the float64 reference, on both ISA paths:
+ * every layout/transpose combination, alpha/beta/ld variants, beta == 0 over
+ * NaN, all small shapes, primes, sizes around every tile and blocking size,
+ * large shapes and empty dimensions. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/plan.h"
+#include "ref.h"
+#include "vt_isa.h"
+
+#define TMO 150.0
+
+static const float alphas[] = {1.0f, -0.5f, 0.0f};
+static const float betas[] = {0.0f, 1.0f, 0.3f};
+
+/* The ISA path must be the one forced, whatever else the test does. */
+Test(isa, default_is_best_available)
+{
+    unsetenv("VORTEX_ISA");
+    const vx_hw_info *hw = vx_hw();
+    int expect = hw->has_avx512 ? VX_ISA_AVX512 : hw->has_avx2_fma ? VX_ISA_AVX2 : -1;
+    cr_assert_eq(vx_active_isa(), expect,
+                 "without VORTEX_ISA the best ISA must be used: has_avx512=%d has_avx2_fma=%d "
+                 "but vx_active_isa()=%d",
+                 hw->has_avx512, hw->has_avx2_fma, vx_active_isa());
+}
+
+VT_ISA_TEST(isa, forced_and_computes, TMO)
+{
+    /* vt_require_isa already asserted the ISA; a call must succeed on it */
+    vt_case c = vt_case_make(19, 23, 11);
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s", vt_isa_name(vt_isa));
+    c.tag = tag;
+    vt_check(&c);
+    cr_assert_eq(vx_active_isa(), (int)vt_isa, "ISA changed after a call");
+}
+
+/* The choice is made once: changing VORTEX_ISA later has no effect. */
+Test(isa, decided_once, .init = vt_init_avx2)
+{
+    vt_require_isa(VX_ISA_AVX2);
+    vt_case c = vt_case_make(9, 17, 5);
+    vt_check(&c);
+    setenv("VORTEX_ISA", "avx512", 1);
+    vt_check(&c);
+    cr_assert_eq(vx_active_isa(), VX_ISA_AVX2,
+                 "vx_active_isa() changed to %d after VORTEX_ISA changed mid-process",
+                 vx_active_isa());
+}
+
+/* All 8 layout/transpose combinations x alpha x beta x ld padding. */
+VT_ISA_TEST(combos, alpha_beta_ld, TMO)
+{
+    static const int64_t pads[][3] = {{0, 0, 0}, {3, 3, 3}, {17, 17, 17}, {17, 0, 3}, {0, 3, 17}};
+    static const int64_t shapes[][3] = {{37, 29, 41}, {70, 5, 130}, {3, 66, 9}};
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s", vt_isa_name(vt_isa));
+    for (int s = 0; s < 3; s++)
+        for (int combo = 0; combo < 8; combo++)
+            for (int ai = 0; ai < 3; ai++)
+                for (int bi = 0; bi < 3; bi++)
+                    for (int pi = 0; pi < 5; pi++) {
+                        if (s > 0 && pi != (combo + ai + bi) % 5)
+                            continue; /* full cross product on the first shape only */
+                        vt_case c = vt_case_make(shapes[s][0], shapes[s][1], shapes[s][2]);
+                        vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                        c.alpha = alphas[ai];
+                        c.beta = betas[bi];
+                        c.lda_pad = pads[pi][0];
+                        c.ldb_pad = pads[pi][1];
+                        c.ldc_pad = pads[pi][2];
+                        c.seed = (uint64_t)(s * 1000 + combo * 100 + ai * 10 + bi + pi * 7919);
+                        c.tag = tag;
+                        vt_check(&c);
+                    }
+}
+
+/* beta == 0: C is never read, so NaN/Inf in C must not survive. */
+VT_ISA_TEST(combos, beta0_over_nan, TMO)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {33, 47, 19}, {64, 64, 64}, {5, 200, 300}};
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s", vt_isa_name(vt_isa));
+    for (int s = 0; s < 4; s++)
+        for (int combo = 0; combo < 8; combo++)
+            for (int ai = 0; ai < 3; ai++) {
+                vt_case c = vt_case_make(shapes[s][0], shapes[s][1], shapes[s][2]);
+                vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                c.alpha = alphas[ai];
+                c.beta = 0.0f;
+                c.cinit = VT_C_NAN;
+                c.ldc_pad = (combo & 1) ? 3 : 0;
+                c.lda_pad = (combo & 2) ? 17 : 0;
+                c.tag = tag;
+                vt_check(&c);
+            }
+}
+
+/* Every m, n in 1..40 for one k; the combination and alpha/beta rotate. */
+static void small_shapes(vx_isa isa, int64_t k)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s small-shape sweep", vt_isa_name(isa));
+    for (int64_t m = 1; m <= 40; m++)
+        for (int64_t n = 1; n <= 40; n++) {
+            int64_t r = m * 41 + n * 3 + k;
+            vt_case c = vt_case_make(m, n, k);
+            vt_combo((int)(r % 8), &c.layout, &c.ta, &c.tb);
+            c.alpha = alphas[(r / 8) % 2];      /* 1 or -0.5 */
+            c.beta = betas[(r / 16) % 3];
+            if (c.beta == 0.0f && (r & 32))
+                c.cinit = VT_C_NAN;
+            if ((m + n) % 5 == 0) {
+                c.lda_pad = 3;
+                c.ldb_pad = 17;
+                c.ldc_pad = 3;
+            }
+            c.tag = tag;
+            vt_check(&c);
+        }
+}
+
+VT_ISA_TEST(shapes, all_small_k1, TMO) { small_shapes(vt_isa, 1); }
+VT_ISA_TEST(shapes, all_small_k7, TMO) { small_shapes(vt_isa, 7); }
+VT_ISA_TEST(shapes, all_small_k64, TMO) { small_shapes(vt_isa, 64); }
+VT_ISA_TEST(shapes, all_small_k300, TMO) { small_shapes(vt_isa, 300); }
+
+/* Every (m, n, k) triple of primes. */
+VT_ISA_TEST(shapes, primes, TMO)
+{
+    static const int64_t p[] = {13, 37, 101, 257, 509};
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s primes", vt_isa_name(vt_isa));
+    int idx = 0;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++)
+            for (int l = 0; l < 5; l++, idx++) {
+                vt_case c = vt_case_make(p[i], p[j], p[l]);
+                vt_combo(idx % 8, &c.layout, &c.ta, &c.tb);
+                c.beta = betas[idx % 3];
+                c.alpha = idx % 2 ? -0.5f : 1.0f;
+                c.tag = tag;
+                vt_check(&c);
+            }
+}
+
+/* m around every family's mr and its multiples, n around nr and multiples. */
+VT_ISA_TEST(shapes, around_register_tiles, TMO)
+{
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    cr_assert(set && set->nfamilies > 0, "no micro-kernel families for %s", vt_isa_name(vt_isa));
+    int idx = 0;
+    for (int f = 0; f < set->nfamilies; f++) {
+        int mr = set->families[f].mr_max, nr = set->families[f].nr;
+        int64_t ms[] = {mr - 1, mr, mr + 1, 2 * mr - 1, 2 * mr, 2 * mr + 1, 3 * mr + 1};
+        int64_t ns[] = {nr - 1, nr, nr + 1, 2 * nr - 1, 2 * nr, 2 * nr + 1, 3 * nr + 1};
+        char tag[96];
+        snprintf(tag, sizeof tag, "isa=%s around family nr=%d mr_max=%d", vt_isa_name(vt_isa),
+                 nr, mr);
+        for (int a = 0; a < 7; a++)
+            for (int b = 0; b < 7; b++, idx++) {
+                if (ms[a] < 1 || ns[b] < 1)
+                    continue;
+                vt_case c = vt_case_make(ms[a], ns[b], idx % 2 ? 64 : 17);
+                vt_combo(idx % 8, &c.layout, &c.ta, &c.tb);
+                c.beta = betas[idx % 3];
+                if (c.beta == 0.0f)
+                    c.cinit = VT_C_NAN;
+                c.alpha = idx % 2 ? -0.5f : 1.0f;
+                c.ldc_pad = idx % 4 == 1 ? 3 : 0;
+                c.tag = tag;
+                vt_check(&c);
+            }
+    }
+}
+
+/* k around the usual kc blocking sizes, and m, n, k around the planner's own
+ * blocking for a big shape. */
+VT_ISA_TEST(shapes, around_blocking, TMO)
+{
+    static const int64_t ks[] = {255, 256, 257, 383, 384, 385, 511, 512, 513, 767, 768, 769};
+    char tag[160];
+    snprintf(tag, sizeof tag, "isa=%s k around 256/384/512/768", vt_isa_name(vt_isa));
+    for (int i = 0; i < 12; i++) {
+        vt_case c = vt_case_make(45, 70, ks[i]);
+        vt_combo(i % 8, &c.layout, &c.ta, &c.tb);
+        c.beta = betas[i % 3];
+        c.tag = tag;
+        vt_check(&c);
+    }
+    /* the planner's blocking for a large problem */
+    vx_gemm_shape sh = {1024, 1024, 1024, 1, 1};
+    vx_gemm_plan pl;
+    memset(&pl, 0, sizeof pl);
+    vx_plan_gemm(&sh, vt_isa, 1, &pl);
+    char pdesc[128];
+    vx_plan_describe(&pl, pdesc, sizeof pdesc);
+    snprintf(tag, sizeof tag, "isa=%s around plan [%s]", vt_isa_name(vt_isa), pdesc);
+    int64_t mr = pl.mr > 0 ? pl.mr : 8, nr = pl.nr > 0 ? pl.nr : 16;
+    int64_t mc = pl.mc > 0 && pl.mc <= 600 ? pl.mc : 4 * mr;
+    int64_t kc = pl.kc > 0 && pl.kc <= 1024 ? pl.kc : 256;
+    int64_t nc = pl.nc > 0 && pl.nc <= 2100 ? pl.nc : 8 * nr;
+    int64_t cases[][3] = {
+        {mc + 1, 2 * nr + 1, kc + 1},
+        {mc - 1, 3 * nr - 1, kc - 1},
+        {mc, nr, kc},
+        {2 * mc + 1, nr + 3, 2 * kc + 1},
+        {mr + 1, nc + 1, kc},
+        {mr * 2 - 1, nc - 1, 17},
+        {mr, nc, kc + 1},
+        {3, 2 * nc + 1, 5},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        if (cases[i][0] < 1 || cases[i][1] < 1 || cases[i][2] < 1)
+            continue;
+        vt_case c = vt_case_make(cases[i][0], cases[i][1], cases[i][2]);
+        vt_combo(i * 3, &c.layout, &c.ta, &c.tb);
+        c.beta = betas[i % 3];
+        c.alpha = i % 2 ? -0.5f : 1.0f;
+        c.tag = tag;
+        vt_check(&c);
+    }
+}
+
+VT_ISA_TEST(shapes, large, TMO)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s large", vt_isa_name(vt_isa));
+    vt_case c = vt_case_make(1000, 1003, 517);
+    c.alpha = -0.5f;
+    c.beta = 0.3f;
+    c.ldc_pad = 3;
+    c.lda_pad = 17;
+    c.tag = tag;
+    vt_check(&c);
+
+    vt_case d = vt_case_make(2001, 2003, 33);
+    d.layout = VX_COL_MAJOR;
+    d.ta = VX_TRANS;
+    d.beta = 0.0f;
+    d.cinit = VT_C_NAN;
+    d.tag = tag;
+    vt_check(&d);
+}
+
+/* The large shape again, column-major with both operands transposed and
+ * every leading dimension padded. */
+VT_ISA_TEST(shapes, large_col_tt, TMO)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s large", vt_isa_name(vt_isa));
+    vt_case c = vt_case_make(1000, 1003, 517);
+    c.layout = VX_COL_MAJOR;
+    c.ta = VX_TRANS;
+    c.tb = VX_TRANS;
+    c.alpha = 1.0f;
+    c.beta = 1.0f;
+    c.lda_pad = 3;
+    c.ldb_pad = 17;
+    c.ldc_pad = 17;
+    c.tag = tag;
+    vt_check(&c);
+}
+
+/* m == 0 or n == 0: VX_OK and C bytewise untouched (vt_run checks every
+ * float of C's buffer, which is all padding here). */
+VT_ISA_TEST(shapes, empty_m_n, TMO)
+{
+    static const int64_t shapes[][3] = {{0, 5, 7}, {5, 0, 7}, {0, 0, 7}, {0, 5, 0}, {0, 0, 0}};
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s empty", vt_isa_name(vt_isa));
+    for (int s = 0; s < 5; s++)
+        for (int combo = 0; combo < 8; combo++)
+            for (int bi = 0; bi < 3; bi++) {
+                vt_case c = vt_case_make(shapes[s][0], shapes[s][1], shapes[s][2]);
+                vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                c.beta = betas[bi];
+                c.ldc_pad = 3;
+                c.tag = tag;
+                vt_check(&c);
+            }
+}
+
+/* k == 0: C = beta * C; beta == 0 zeroes C even over NaN. */
+VT_ISA_TEST(shapes, k_zero, TMO)
+{
+    static const int64_t shapes[][2] = {{1, 1}, {7, 5}, {40, 33}, {100, 3}};
+    char tag[64];
+    snprintf(tag, sizeof tag, "isa=%s k=0", vt_isa_name(vt_isa));
+    for (int s = 0; s < 4; s++)
+        for (int combo = 0; combo < 8; combo++)
+            for (int ai = 0; ai < 3; ai++)
+                for (int bi = 0; bi < 3; bi++) {
+                    vt_case c = vt_case_make(shapes[s][0], shapes[s][1], 0);
+                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                    c.alpha = alphas[ai];
+                    c.beta = betas[bi];
+                    if (c.beta == 0.0f)
+                        c.cinit = VT_C_NAN;
+                    c.ldc_pad = (combo + bi) % 2 ? 17 : 0;
+                    c.tag = tag;
+                    vt_check(&c);
+                }
+}
+
+/* beta == 1 and k == 0 must leave C exactly as it was (C = 1 * C). */
+VT_ISA_TEST(shapes, k_zero_beta1_exact, TMO)
+{
+    float c[6 * 9];
+    float c0[6 * 9];
+    vt_rng r;
+    vt_rng_seed(&r, 99);
+    for (int i = 0; i < 6 * 9; i++)
+        c[i] = c0[i] = vt_rng_float(&r);
+    float a[1] = {NAN}, b[1] = {NAN};
+    vx_status s = dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 6, 8, 0, 1.0f, a, 1, b, 8,
+                           1.0f, c, 9);
+    cr_assert_eq(s, VX_OK, "isa=%s k=0 beta=1: %s", vt_isa_name(vt_isa), vx_status_string(s));
+    cr_assert(memcmp(c, c0, sizeof c) == 0, "isa=%s k=0 beta=1 changed C", vt_isa_name(vt_isa));
+}

@@ -1,0 +1,461 @@
+/* The L0 micro-kernels and the planner, from the inside:
+ *  - the generated table's invariants;
+ *  - every kernel (ISA x family x variant x m) called directly on operands
+ *    laid out as src/cpu/ukernel.h documents, for every n in 1..nr;
+ *  - dyn_gemm with the tile forced (vx_plan_set_override) to every family and
+ *    every m <= mr_max, on each path (packed, pack-B, direct);
+ *  - tiny forced mc/kc/nc so the blocked loops and beta across k-blocks run;
+ *  - the planner's own invariants. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/plan.h"
+#include "ref.h"
+#include "vt_isa.h"
+
+#define TMO 150.0
+
+static const char *path_name(vx_path p)
+{
+    switch (p) {
+    case VX_PATH_AUTO: return "auto";
+    case VX_PATH_PACKED: return "packed";
+    case VX_PATH_PACK_B: return "pack_b";
+    case VX_PATH_DIRECT: return "direct";
+    }
+    return "?";
+}
+
+static const char *variant_name(int v)
+{
+    return v == VX_UK_AP_BP ? "apbp" : v == VX_UK_AS_BP ? "asbp" : "asbs";
+}
+
+/* ------------------------------------------------------------------ */
+/* The generated table                                                 */
+/* ------------------------------------------------------------------ */
+
+static void check_table(vx_isa isa)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    cr_assert(set != NULL, "vx_ukernels(%s) is NULL", vt_isa_name(isa));
+    cr_assert_eq(set->isa, isa, "vx_ukernels(%s)->isa = %d", vt_isa_name(isa), set->isa);
+    cr_assert(set->name && strcmp(set->name, vt_isa_name(isa)) == 0,
+              "vx_ukernels(%s)->name = \"%s\"", vt_isa_name(isa), set->name ? set->name : "(null)");
+    int w = isa == VX_ISA_AVX512 ? 16 : 8, regs = isa == VX_ISA_AVX512 ? 32 : 16;
+    cr_assert_eq(set->vec_floats, w, "%s vec_floats = %d", set->name, set->vec_floats);
+    cr_assert_eq(set->vec_registers, regs, "%s vec_registers = %d", set->name,
+                 set->vec_registers);
+    cr_assert(set->nfamilies >= 1 && set->families, "%s has no families", set->name);
+    for (int f = 0; f < set->nfamilies; f++) {
+        const vx_ukernel_family *fam = &set->families[f];
+        cr_assert(fam->nr > 0 && fam->nr % w == 0, "%s family %d: nr=%d not a multiple of %d",
+                  set->name, f, fam->nr, w);
+        if (f > 0)
+            cr_assert(fam->nr > set->families[f - 1].nr, "%s families not sorted by nr at %d",
+                      set->name, f);
+        cr_assert(fam->mr_max >= 1, "%s nr=%d: mr_max=%d", set->name, fam->nr, fam->mr_max);
+        int vecs = fam->nr / w;
+        cr_assert(fam->mr_max * vecs + vecs + 1 <= regs,
+                  "%s nr=%d mr_max=%d needs %d registers > %d", set->name, fam->nr, fam->mr_max,
+                  fam->mr_max * vecs + vecs + 1, regs);
+        for (int v = 0; v < VX_UK_VARIANTS; v++) {
+            cr_assert(fam->kern[v] != NULL, "%s nr=%d variant %s: no table", set->name, fam->nr,
+                      variant_name(v));
+            for (int m = 1; m <= fam->mr_max; m++)
+                cr_assert(fam->kern[v][m - 1] != NULL, "%s nr=%d variant %s m=%d: NULL kernel",
+                          set->name, fam->nr, variant_name(v), m);
+        }
+    }
+}
+
+Test(ukernel, table_avx2) { check_table(VX_ISA_AVX2); }
+Test(ukernel, table_avx512) { check_table(VX_ISA_AVX512); }
+
+/* ------------------------------------------------------------------ */
+/* Every kernel, called directly                                       */
+/* ------------------------------------------------------------------ */
+
+/* One call of kernel (isa, family f, variant v, rows m) with n columns. */
+static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, float alpha,
+                        float beta, int a_trans, int c_pad, uint64_t seed)
+{
+    const vx_ukernel_family *fam = &vx_ukernels(isa)->families[f];
+    const int nr = fam->nr;
+    const int a_packed = v == VX_UK_AP_BP, b_packed = v != VX_UK_AS_BS;
+    char desc[256];
+    snprintf(desc, sizeof desc,
+             "kernel %s nr=%d m=%d variant=%s: n=%lld k=%lld alpha=%g beta=%g A%s c_rs=n+%d "
+             "seed=%llu",
+             vt_isa_name(isa), nr, m, variant_name(v), (long long)n, (long long)k,
+             (double)alpha, (double)beta,
+             a_packed ? " packed" : a_trans ? " strided (column-major)" : " strided (row-major)",
+             c_pad, (unsigned long long)seed);
+
+    vt_rng rng;
+    vt_rng_seed(&rng, seed);
+    /* logical operands, dense */
+    float *la = malloc(sizeof(float) * (size_t)(m * k));
+    float *lb = malloc(sizeof(float) * (size_t)(k * n));
+    for (int64_t i = 0; i < m * k; i++)
+        la[i] = vt_rng_float(&rng);
+    for (int64_t i = 0; i < k * n; i++)
+        lb[i] = vt_rng_float(&rng);
+
+    /* A in the variant's layout; exact extent, NaN in any gap */
+    int64_t a_rs = 0, a_cs = 0, ea;
+    if (a_packed) {
+        ea = k * m;
+    } else if (!a_trans) {
+        a_rs = k + 3;
+        a_cs = 1;
+        ea = (m - 1) * a_rs + (k - 1) * a_cs + 1;
+    } else {
+        a_rs = 1;
+        a_cs = m + 2;
+        ea = (m - 1) * a_rs + (k - 1) * a_cs + 1;
+    }
+    float *a = malloc(sizeof(float) * (size_t)ea);
+    for (int64_t i = 0; i < ea; i++)
+        a[i] = NAN;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++)
+            a[a_packed ? p * m + i : i * a_rs + p * a_cs] = la[i * k + p];
+
+    /* B: packed = zero-padded nr-wide panel; strided = exact extent, NaN gaps */
+    int64_t b_rs = b_packed ? nr : n + 5;
+    int64_t eb = b_packed ? k * nr : (k - 1) * b_rs + n;
+    float *b = malloc(sizeof(float) * (size_t)eb);
+    for (int64_t i = 0; i < eb; i++)
+        b[i] = b_packed ? 0.0f : NAN;
+    for (int64_t p = 0; p < k; p++)
+        for (int64_t j = 0; j < n; j++)
+            b[p * b_rs + j] = lb[p * n + j];
+
+    /* C: logical part random (or NaN/Inf for beta == 0), sentinel elsewhere */
+    int64_t c_rs = n + c_pad;
+    int64_t ec = m * c_rs + 19;
+    float *c = malloc(sizeof(float) * (size_t)ec);
+    float *c0 = malloc(sizeof(float) * (size_t)ec);
+    vt_fill_sentinel(c, ec);
+    static const float specials[3] = {NAN, INFINITY, -INFINITY};
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            c[i * c_rs + j] = beta == 0.0f ? specials[(i + j) % 3] : vt_rng_float(&rng);
+    memcpy(c0, c, sizeof(float) * (size_t)ec);
+    float *a_copy = malloc(sizeof(float) * (size_t)ea);
+    float *b_copy = malloc(sizeof(float) * (size_t)eb);
+    memcpy(a_copy, a, sizeof(float) * (size_t)ea);
+    memcpy(b_copy, b, sizeof(float) * (size_t)eb);
+
+    fam->kern[v][m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta);
+
+    cr_assert(memcmp(a, a_copy, sizeof(float) * (size_t)ea) == 0, "A modified: %s", desc);
+    cr_assert(memcmp(b, b_copy, sizeof(float) * (size_t)eb) == 0, "B modified: %s", desc);
+    for (int64_t pos = 0; pos < ec; pos++) {
+        int logical = pos / c_rs < m && pos % c_rs < n;
+        if (!logical)
+            cr_assert(memcmp(&c[pos], &c0[pos], sizeof(float)) == 0,
+                      "C written outside the m x n tile at offset %lld (row %lld, col %lld): %s",
+                      (long long)pos, (long long)(pos / c_rs), (long long)(pos % c_rs), desc);
+    }
+    double *ref = malloc(sizeof(double) * (size_t)(m * n));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int64_t p = 0; p < k; p++)
+                s += (double)la[i * k + p] * (double)lb[p * n + j];
+            double r = (double)alpha * s;
+            if (beta != 0.0f)
+                r += (double)beta * (double)c0[i * c_rs + j];
+            ref[i * n + j] = r;
+        }
+    double err = vt_rel_err(c, c_rs, 1, ref, m, n);
+    cr_assert(err <= VT_TOL, "relative error %.3g > %g: %s", err, VT_TOL, desc);
+    free(ref);
+    free(la);
+    free(lb);
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+    free(a_copy);
+    free(b_copy);
+}
+
+static void all_kernels_of_variant(vx_isa isa, int v)
+{
+    if (!vt_cpu_has(isa))
+        cr_skip_test("this CPU (%s) lacks %s: its kernels cannot run here", vx_hw()->cpu_model,
+                     vt_isa_name(isa));
+    static const int64_t ks[] = {1, 2, 7, 64};
+    static const float betas[] = {0.0f, 1.0f, 0.3f};
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    uint64_t seed = 1;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr;
+        for (int m = 1; m <= set->families[f].mr_max; m++) {
+            for (int64_t n = 1; n <= nr; n++, seed++)
+                run_ukernel(isa, f, v, m, n, ks[(m + n) % 4], (n & 1) ? -0.5f : 1.0f,
+                            betas[(m + n) % 3], (int)((n >> 1) & 1), (int)(n % 3 == 0 ? 3 : 0),
+                            seed);
+            /* longer K on the full and the ragged width */
+            run_ukernel(isa, f, v, m, nr, 300, 1.0f, 0.3f, 0, 0, seed++);
+            run_ukernel(isa, f, v, m, nr - 1, 300, -0.5f, 0.0f, 1, 1, seed++);
+        }
+    }
+}
+
+#define UK_TEST(vname, v)                                                             \
+    Test(ukernel, direct_##vname##_avx2, .timeout = TMO) { all_kernels_of_variant(VX_ISA_AVX2, v); } \
+    Test(ukernel, direct_##vname##_avx512, .timeout = TMO) { all_kernels_of_variant(VX_ISA_AVX512, v); }
+
+UK_TEST(apbp, VX_UK_AP_BP)
+UK_TEST(asbp, VX_UK_AS_BP)
+UK_TEST(asbs, VX_UK_AS_BS)
+
+/* ------------------------------------------------------------------ */
+/* dyn_gemm with the register tile forced                              */
+/* ------------------------------------------------------------------ */
+
+/* Layout/transpose combinations for a path; the direct path only runs in
+ * place when B (after the API makes C row-major) has unit-stride rows:
+ * row-major with B not transposed, or column-major with A not transposed.
+ * Those come twice as often; the rest check the fallback. */
+static void combo_for(vx_path path, int idx, vx_layout *l, vx_transpose *ta, vx_transpose *tb)
+{
+    static const int direct_combos[] = {0, 2, 4, 5, 0, 2, 4, 5, 1, 3, 6, 7};
+    vt_combo(path == VX_PATH_DIRECT ? direct_combos[idx % 12] : idx % 8, l, ta, tb);
+}
+
+/* Build a case whose canonical (row-major C) shape is M x N: for a
+ * column-major call the API computes C^T, so the user's m and n swap. */
+static vt_case canonical_case(vx_path path, int idx, int64_t M, int64_t N, int64_t K)
+{
+    vx_layout l;
+    vx_transpose ta, tb;
+    combo_for(path, idx, &l, &ta, &tb);
+    vt_case c = l == VX_ROW_MAJOR ? vt_case_make(M, N, K) : vt_case_make(N, M, K);
+    c.layout = l;
+    c.ta = ta;
+    c.tb = tb;
+    c.seed = (uint64_t)idx * 7919u + (uint64_t)(M * 131 + N * 17 + K);
+    static const float betas[] = {0.0f, 1.0f, 0.3f};
+    c.beta = betas[idx % 3];
+    c.alpha = (idx / 3) % 2 ? -0.5f : 1.0f;
+    if (c.beta == 0.0f)
+        c.cinit = VT_C_NAN;
+    c.ldc_pad = idx % 5 == 2 ? 3 : 0;
+    c.lda_pad = idx % 7 == 3 ? 17 : 0;
+    return c;
+}
+
+static void forced_tile(vx_isa isa, vx_path path)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    vx_set_num_threads(1);
+    int idx = 0;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr;
+        for (int m = 1; m <= set->families[f].mr_max; m++) {
+            vx_gemm_plan o;
+            memset(&o, 0, sizeof o);
+            o.path = path;
+            o.nr = nr;
+            o.mr = m;
+            vx_plan_set_override(&o);
+            char tag[128];
+            snprintf(tag, sizeof tag, "isa=%s forced path=%s nr=%d mr=%d (1 thread)",
+                     vt_isa_name(isa), path_name(path), nr, m);
+            /* one tile, one tile + 1 row, two tiles + an (m-1)-row edge */
+            int64_t Ms[3] = {m, m + 1, 3 * m - 1};
+            /* full panel, two panels, ragged < nr, ragged > 2 nr */
+            int64_t Ns[4] = {nr, 2 * nr, nr / 2 + 1, 2 * nr + 3};
+            for (int a = 0; a < 3; a++) {
+                if (a == 2 && m <= 2)
+                    continue;
+                for (int b = 0; b < 4; b++, idx++) {
+                    vt_case c = canonical_case(path, idx, Ms[a], Ns[b], idx % 2 ? 19 : 1);
+                    c.tag = tag;
+                    vt_check(&c);
+                }
+            }
+        }
+    }
+    vx_plan_set_override(NULL);
+}
+
+VT_ISA_TEST(forced_tile, packed, TMO) { forced_tile(vt_isa, VX_PATH_PACKED); }
+VT_ISA_TEST(forced_tile, pack_b, TMO) { forced_tile(vt_isa, VX_PATH_PACK_B); }
+VT_ISA_TEST(forced_tile, direct, TMO) { forced_tile(vt_isa, VX_PATH_DIRECT); }
+
+/* ------------------------------------------------------------------ */
+/* Tiny forced L1 blocks: many m/n/k blocks on small matrices          */
+/* ------------------------------------------------------------------ */
+
+VT_ISA_TEST(forced_blocking, small_blocks, TMO)
+{
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    vx_set_num_threads(1);
+    int idx = 0;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr, mrx = set->families[f].mr_max;
+        struct { int mr; int64_t mcx, kc, ncx; } cfg[] = {
+            {mrx, 2, 5, 2},                      /* mc = 2 mr, kc = 5, nc = 2 nr */
+            {mrx > 1 ? mrx - 1 : 1, 1, 1, 1},    /* one tile per block, kc = 1 */
+            {1, 3, 7, 1},
+        };
+        for (int g = 0; g < 3; g++) {
+            int mr = cfg[g].mr;
+            int64_t mc = cfg[g].mcx * mr, kc = cfg[g].kc, nc = cfg[g].ncx * nr;
+            vx_gemm_plan o;
+            memset(&o, 0, sizeof o);
+            o.path = VX_PATH_PACKED;
+            o.nr = nr;
+            o.mr = mr;
+            o.mc = mc;
+            o.kc = kc;
+            o.nc = nc;
+            vx_plan_set_override(&o);
+            char tag[160];
+            snprintf(tag, sizeof tag,
+                     "isa=%s forced packed nr=%d mr=%d mc=%lld kc=%lld nc=%lld (1 thread)",
+                     vt_isa_name(vt_isa), nr, mr, (long long)mc, (long long)kc, (long long)nc);
+            /* ragged numbers of m, n and k blocks; k = kc and k < kc too */
+            int64_t shapes[][3] = {
+                {2 * mc + 3, 2 * nc + nr / 2 + 1, 3 * kc + 2},
+                {mc, nc, kc},
+                {mc + 1, nc + 1, kc + 1},
+                {mr, 3 * nc, 4 * kc},
+            };
+            for (int s = 0; s < 4; s++)
+                for (int combo = 0; combo < 8; combo++, idx++) {
+                    vt_case c = canonical_case(VX_PATH_PACKED, idx, shapes[s][0], shapes[s][1],
+                                               shapes[s][2]);
+                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                    if (c.layout == VX_COL_MAJOR) { /* keep the canonical shape */
+                        c.m = shapes[s][1];
+                        c.n = shapes[s][0];
+                    } else {
+                        c.m = shapes[s][0];
+                        c.n = shapes[s][1];
+                    }
+                    c.tag = tag;
+                    vt_check(&c);
+                }
+        }
+    }
+    vx_plan_set_override(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Planner invariants                                                  */
+/* ------------------------------------------------------------------ */
+
+static void check_plan(vx_isa isa)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    static const int64_t dims[] = {1, 2, 7, 16, 31, 64, 100, 257, 1000, 4096, 100000};
+    static const int threads[] = {1, 2, 3, 4, 16, 64};
+    const int nd = (int)(sizeof dims / sizeof dims[0]);
+    for (int i = 0; i < nd; i++)
+        for (int j = 0; j < nd; j++)
+            for (int l = 0; l < nd; l += 2)
+                for (int t = 0; t < 6; t++)
+                    for (int us = 0; us < 4; us++) {
+                        vx_gemm_shape sh = {dims[i], dims[j], dims[l], us & 1, (us >> 1) & 1};
+                        vx_gemm_plan p;
+                        memset(&p, 0x5A, sizeof p);
+                        vx_plan_gemm(&sh, isa, threads[t], &p);
+                        char d[200], pd[128];
+                        vx_plan_describe(&p, pd, sizeof pd);
+                        snprintf(d, sizeof d,
+                                 "vx_plan_gemm(%s, m=%lld n=%lld k=%lld b_unit=%d a_unit=%d, "
+                                 "threads=%d) = [%s]",
+                                 vt_isa_name(isa), (long long)sh.m, (long long)sh.n,
+                                 (long long)sh.k, sh.b_unit_stride, sh.a_unit_stride,
+                                 threads[t], pd);
+                        cr_assert_eq(p.isa, isa, "isa field wrong: %s", d);
+                        cr_assert(p.path == VX_PATH_PACKED || p.path == VX_PATH_PACK_B ||
+                                      p.path == VX_PATH_DIRECT,
+                                  "path %d: %s", p.path, d);
+                        cr_assert(p.path != VX_PATH_DIRECT || sh.b_unit_stride,
+                                  "direct path without unit-stride B: %s", d);
+                        cr_assert(p.family >= 0 && p.family < set->nfamilies, "family %d: %s",
+                                  p.family, d);
+                        const vx_ukernel_family *fam = &set->families[p.family];
+                        cr_assert_eq(p.nr, fam->nr, "nr %d != family nr %d: %s", p.nr, fam->nr,
+                                     d);
+                        cr_assert(p.mr >= 1 && p.mr <= fam->mr_max, "mr %d (mr_max %d): %s",
+                                  p.mr, fam->mr_max, d);
+                        if (p.path == VX_PATH_PACKED)
+                            cr_assert(p.mc > 0 && p.kc > 0 && p.nc > 0,
+                                      "packed path without blocks: %s", d);
+                        cr_assert(p.mc >= 0 && p.mc % p.mr == 0, "mc %lld %% mr %d != 0: %s",
+                                  (long long)p.mc, p.mr, d);
+                        cr_assert(p.nc >= 0 && p.nc % p.nr == 0, "nc %lld %% nr %d != 0: %s",
+                                  (long long)p.nc, p.nr, d);
+                        cr_assert(p.kc >= 0, "kc %lld: %s", (long long)p.kc, d);
+                        cr_assert(p.threads_m >= 1 && p.threads_n >= 1 &&
+                                      p.threads_m * p.threads_n <= threads[t],
+                                  "thread grid %dx%d for budget %d: %s", p.threads_m,
+                                  p.threads_n, threads[t], d);
+                    }
+}
+
+Test(planner, invariants_avx2, .timeout = TMO) { check_plan(VX_ISA_AVX2); }
+Test(planner, invariants_avx512, .timeout = TMO) { check_plan(VX_ISA_AVX512); }
+
+Test(planner, describe_truncates)
+{
+    vx_gemm_shape sh = {500, 600, 700, 1, 1};
+    vx_gemm_plan p;
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &p);
+    char big[256], small[8];
+    memset(big, 'x', sizeof big);
+    memset(small, 'x', sizeof small);
+    vx_plan_describe(&p, big, sizeof big);
+    vx_plan_describe(&p, small, sizeof small);
+    cr_assert(memchr(big, 0, sizeof big) != NULL && strlen(big) > 0,
+              "vx_plan_describe wrote no string");
+    cr_assert(memchr(small, 0, sizeof small) != NULL,
+              "vx_plan_describe(len=8) did not NUL-terminate within 8 bytes");
+    cr_assert(strncmp(big, small, strlen(small)) == 0, "truncated description \"%s\" is not a "
+              "prefix of \"%s\"", small, big);
+}
+
+/* The override replaces exactly the non-zero fields it names. */
+Test(planner, override_applies)
+{
+    const vx_ukernel_set *set = vx_ukernels(VX_ISA_AVX2);
+    const vx_ukernel_family *fam = &set->families[set->nfamilies - 1];
+    vx_gemm_plan o;
+    memset(&o, 0, sizeof o);
+    o.path = VX_PATH_PACKED;
+    o.nr = fam->nr;
+    o.mr = 1;
+    o.mc = 3;
+    o.kc = 5;
+    o.nc = 2 * fam->nr;
+    o.threads_m = 2;
+    o.threads_n = 1;
+    vx_plan_set_override(&o);
+    vx_gemm_shape sh = {300, 300, 300, 1, 1};
+    vx_gemm_plan p;
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &p);
+    char pd[128];
+    vx_plan_describe(&p, pd, sizeof pd);
+    cr_assert(p.path == VX_PATH_PACKED && p.nr == fam->nr && p.mr == 1 && p.mc == 3 &&
+                  p.kc == 5 && p.nc == 2 * fam->nr && p.threads_m == 2 && p.threads_n == 1,
+              "override path=packed nr=%d mr=1 mc=3 kc=5 nc=%d t=2x1 not applied: [%s]", fam->nr,
+              2 * fam->nr, pd);
+    cr_assert_eq(p.family, set->nfamilies - 1, "override nr=%d picked family %d: [%s]", fam->nr,
+                 p.family, pd);
+    vx_plan_set_override(NULL);
+    vx_gemm_plan q;
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &q);
+    cr_assert(!(q.mr == 1 && q.mc == 3 && q.kc == 5), "override still applied after NULL");
+}

@@ -1,0 +1,249 @@
+/* Threads: vx_get/set_num_threads semantics, results with 1 and 2 library
+ * threads and with forced thread grids, and concurrent dyn_gemm calls from
+ * several application threads. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/plan.h"
+#include "ref.h"
+#include "vt_isa.h"
+
+#define TMO 150.0
+
+static void init_no_env(void)
+{
+    unsetenv("VORTEX_NUM_THREADS");
+}
+
+static void init_env3(void)
+{
+    setenv("VORTEX_NUM_THREADS", "3", 1);
+}
+
+Test(num_threads, default_and_set, .init = init_no_env)
+{
+    int def = vx_get_num_threads();
+    cr_assert(def >= 1, "default vx_get_num_threads() = %d < 1", def);
+    cr_assert_eq(def, vx_hw()->physical_cores,
+                 "without VORTEX_NUM_THREADS the default must be the physical core count (%d), "
+                 "got %d",
+                 vx_hw()->physical_cores, def);
+    vx_set_num_threads(1);
+    cr_assert_eq(vx_get_num_threads(), 1, "set 1 then get %d", vx_get_num_threads());
+    vx_set_num_threads(2);
+    cr_assert_eq(vx_get_num_threads(), 2, "set 2 then get %d", vx_get_num_threads());
+    vx_set_num_threads(0);
+    cr_assert_eq(vx_get_num_threads(), def, "set 0 must restore the default %d, got %d", def,
+                 vx_get_num_threads());
+    vx_set_num_threads(1);
+    vx_set_num_threads(-4);
+    cr_assert_eq(vx_get_num_threads(), def, "set -4 must restore the default %d, got %d", def,
+                 vx_get_num_threads());
+}
+
+Test(num_threads, env_default, .init = init_env3)
+{
+    cr_assert_eq(vx_get_num_threads(), 3, "VORTEX_NUM_THREADS=3 but vx_get_num_threads() = %d",
+                 vx_get_num_threads());
+    vx_set_num_threads(1);
+    cr_assert_eq(vx_get_num_threads(), 1, "set 1 then get %d", vx_get_num_threads());
+    vx_set_num_threads(0);
+    cr_assert_eq(vx_get_num_threads(), 3, "set 0 must restore VORTEX_NUM_THREADS=3, got %d",
+                 vx_get_num_threads());
+}
+
+/* A setting made on one thread is the process setting (calls from any
+ * thread use it). */
+static void *get_in_thread(void *arg)
+{
+    *(int *)arg = vx_get_num_threads();
+    return NULL;
+}
+
+Test(num_threads, process_wide, .init = init_no_env)
+{
+    vx_set_num_threads(2);
+    int seen = 0;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, get_in_thread, &seen), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(seen, 2, "set 2 on the main thread, another thread gets %d", seen);
+}
+
+/* ------------------------------------------------------------------ */
+
+static const int64_t shapes[][3] = {
+    {200, 300, 100}, {517, 33, 64}, {33, 517, 64}, {1, 1000, 50}, {1000, 1, 50},
+    {7, 5, 3},       {64, 64, 300}, {2, 3, 1000},  {129, 130, 131},
+};
+#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+static void run_shapes(vx_isa isa, const char *what)
+{
+    char tag[200];
+    snprintf(tag, sizeof tag, "isa=%s %s", vt_isa_name(isa), what);
+    for (int s = 0; s < NSHAPES; s++)
+        for (int v = 0; v < 3; v++) {
+            int idx = s * 3 + v;
+            vt_case c = vt_case_make(shapes[s][0], shapes[s][1], shapes[s][2]);
+            vt_combo(idx % 8, &c.layout, &c.ta, &c.tb);
+            static const float betas[] = {0.0f, 1.0f, 0.3f};
+            c.beta = betas[v];
+            if (c.beta == 0.0f)
+                c.cinit = VT_C_NAN;
+            c.alpha = idx % 2 ? -0.5f : 1.0f;
+            c.ldc_pad = idx % 3 == 1 ? 3 : 0;
+            c.seed = (uint64_t)idx + 11;
+            c.tag = tag;
+            vt_check(&c);
+        }
+}
+
+VT_ISA_TEST(lib_threads, one, TMO)
+{
+    vx_set_num_threads(1);
+    run_shapes(vt_isa, "1 thread");
+}
+
+VT_ISA_TEST(lib_threads, two, TMO)
+{
+    vx_set_num_threads(2);
+    run_shapes(vt_isa, "2 threads");
+}
+
+/* Forced thread grids on every path, including grids with more threads
+ * than rows or columns of tiles. */
+VT_ISA_TEST(lib_threads, forced_grids, TMO)
+{
+    static const int grids[][2] = {{2, 1}, {1, 2}, {2, 2}, {3, 1}};
+    static const vx_path paths[] = {VX_PATH_AUTO, VX_PATH_PACKED, VX_PATH_PACK_B,
+                                    VX_PATH_DIRECT};
+    static const int64_t gshapes[][3] = {{150, 170, 90}, {1, 40, 17}, {40, 1, 17},
+                                         {3, 5, 2},      {97, 33, 300}};
+    int idx = 0;
+    for (int g = 0; g < 4; g++)
+        for (int p = 0; p < 4; p++) {
+            vx_set_num_threads(grids[g][0] * grids[g][1]);
+            vx_gemm_plan o;
+            memset(&o, 0, sizeof o);
+            o.path = paths[p];
+            o.threads_m = grids[g][0];
+            o.threads_n = grids[g][1];
+            if (paths[p] == VX_PATH_PACKED && g % 2 == 1) {
+                /* small blocks too, so every thread runs several blocks */
+                const vx_ukernel_family *fam = &vx_ukernels(vt_isa)->families[0];
+                o.nr = fam->nr;
+                o.mr = fam->mr_max > 2 ? 2 : 1;
+                o.mc = 2 * o.mr;
+                o.kc = 16;
+                o.nc = 2 * fam->nr;
+            }
+            vx_plan_set_override(&o);
+            char tag[160];
+            snprintf(tag, sizeof tag, "isa=%s forced grid %dx%d path %d%s (threads=%d)",
+                     vt_isa_name(vt_isa), grids[g][0], grids[g][1], (int)paths[p],
+                     o.kc ? " small blocks" : "", vx_get_num_threads());
+            for (int s = 0; s < 5; s++, idx++) {
+                vt_case c = vt_case_make(gshapes[s][0], gshapes[s][1], gshapes[s][2]);
+                /* the direct path runs in place for row-major B not transposed */
+                vt_combo(paths[p] == VX_PATH_DIRECT && idx % 2 ? 0 : idx % 8, &c.layout, &c.ta,
+                         &c.tb);
+                static const float betas[] = {0.0f, 1.0f, 0.3f};
+                c.beta = betas[idx % 3];
+                if (c.beta == 0.0f)
+                    c.cinit = VT_C_NAN;
+                c.alpha = idx % 2 ? -0.5f : 1.0f;
+                c.ldc_pad = idx % 4 == 1 ? 17 : 0;
+                c.seed = (uint64_t)idx * 31u + 1u;
+                c.tag = tag;
+                vt_check(&c);
+            }
+        }
+    vx_plan_set_override(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Concurrent calls from application threads                           */
+/* ------------------------------------------------------------------ */
+
+#define NWORKERS 4
+#define NITER 25
+
+typedef struct {
+    int id;
+    int failures;
+    int calls;
+    char first_failure[1024];
+    const char *tag;
+} worker;
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    for (int it = 0; it < NITER; it++) {
+        /* a different shape, combination and scalars for every thread and
+         * iteration; some big enough for the library to split */
+        int64_t m = 1 + (w->id * 37 + it * 53) % 180;
+        int64_t n = 1 + (w->id * 71 + it * 29) % 190;
+        int64_t k = 1 + (w->id * 13 + it * 97) % 150;
+        vt_case c = vt_case_make(m, n, k);
+        vt_combo(w->id + it, &c.layout, &c.ta, &c.tb);
+        static const float betas[] = {0.0f, 1.0f, 0.3f};
+        c.beta = betas[(w->id + it) % 3];
+        if (c.beta == 0.0f)
+            c.cinit = VT_C_NAN;
+        c.alpha = it % 2 ? -0.5f : 1.0f;
+        c.ldc_pad = (it % 3 == 0) ? 3 : 0;
+        c.seed = (uint64_t)(w->id * 1000 + it);
+        c.tag = w->tag;
+        vt_result r;
+        w->calls++;
+        if (!vt_run(&c, &r)) {
+            if (w->failures++ == 0)
+                snprintf(w->first_failure, sizeof w->first_failure, "thread %d iteration %d: %s",
+                         w->id, it, r.msg);
+        }
+        /* every third iteration also a failing call: it must not disturb others */
+        if (it % 3 == 2) {
+            float dummy[4] = {0};
+            vx_status s = dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 2, 2, 2, 1.0f, dummy, 1,
+                                   dummy, 2, 0.0f, dummy, 2);
+            if (s != VX_ERR_INVALID_ARG || vx_last_error()[0] == '\0') {
+                if (w->failures++ == 0)
+                    snprintf(w->first_failure, sizeof w->first_failure,
+                             "thread %d iteration %d: lda=1 < k=2 gave %s, message \"%s\"", w->id,
+                             it, vx_status_string(s), vx_last_error());
+            }
+        }
+    }
+    return NULL;
+}
+
+static void concurrent(vx_isa isa, int lib_threads)
+{
+    vx_set_num_threads(lib_threads);
+    char tag[96];
+    snprintf(tag, sizeof tag, "isa=%s concurrent, %d library thread(s) per call",
+             vt_isa_name(isa), lib_threads);
+    worker w[NWORKERS];
+    pthread_t t[NWORKERS];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < NWORKERS; i++) {
+        w[i].id = i;
+        w[i].tag = tag;
+        cr_assert_eq(pthread_create(&t[i], NULL, worker_main, &w[i]), 0, "pthread_create");
+    }
+    for (int i = 0; i < NWORKERS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < NWORKERS; i++) {
+        cr_assert_eq(w[i].calls, NITER, "thread %d made %d calls", i, w[i].calls);
+        cr_assert_eq(w[i].failures, 0, "%d failure(s); first: %s", w[i].failures,
+                     w[i].first_failure);
+    }
+}
+
+VT_ISA_TEST(concurrent, one_lib_thread, TMO) { concurrent(vt_isa, 1); }
+VT_ISA_TEST(concurrent, two_lib_threads, TMO) { concurrent(vt_isa, 2); }
