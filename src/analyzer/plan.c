@@ -13,6 +13,10 @@
  * loads per cycle, four cycles of FMA latency. */
 enum { FMA_PER_CYCLE = 2, LOADS_PER_CYCLE = 2, FMA_LATENCY = 4 };
 
+/* Packing one float costs about as long as this many flops of the kernel
+ * (a load, a store and some shuffling against 32 flops per cycle). */
+#define PACK_FLOPS_PER_FLOAT 48.0
+
 static vx_gemm_plan g_override;
 static int g_have_override;
 
@@ -59,24 +63,28 @@ static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int want
     return best;
 }
 
-/* Pick threads_m x threads_n = t minimising the largest cell's tile count. */
-static void pick_grid(int64_t m, int64_t n, int mr, int nr, int t, int *tm_out, int *tn_out)
+/* Pick threads_m x threads_n = t minimising the busiest thread's time in
+ * flop-equivalents: its tiles' FMAs plus what it must pack. Splitting n
+ * makes every thread pack all of A's rows; splitting m, all of B. */
+static void pick_grid(int64_t m, int64_t n, int64_t k, int mr, int nr, int packs, int t,
+                      int *tm_out, int *tn_out)
 {
     const int64_t rt = cdiv(m, mr), ct = cdiv(n, nr);
     if (t > rt * ct)
         t = (int)(rt * ct);
     int best_tm = 1, best_tn = 1;
-    int64_t best_cost = -1;
+    double best_cost = -1;
     for (int tm = 1; tm <= t; tm++) {
         if (t % tm)
             continue;
         const int tn = t / tm;
         if (tm > rt || tn > ct)
             continue;
-        /* Largest cell's tiles, plus the duplicated packing each split adds
-         * (splitting n repacks A per thread, splitting m repacks B). */
-        int64_t cost = cdiv(rt, tm) * cdiv(ct, tn) * 64 + (tn - 1) * rt + (tm - 1) * ct;
-        if (best_cost < 0 || cost < best_cost) {
+        const double rows = (double)cdiv(rt, tm) * mr, cols = (double)cdiv(ct, tn) * nr;
+        double cost = 2.0 * rows * cols * (double)k;
+        if (packs)
+            cost += PACK_FLOPS_PER_FLOAT * (rows + cols) * (double)k;
+        if (best_cost < 0 || cost < best_cost * 0.999) {
             best_cost = cost;
             best_tm = tm;
             best_tn = tn;
@@ -98,8 +106,12 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
      * enough that packing it would cost more than it saves, run in place. */
     const int64_t m = s->m, n = s->n, k = s->k;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
-    int64_t widest_mr = set->families[set->nfamilies - 1].mr_max;
-    int in_place = m <= 4 * widest_mr || n <= 2 * set->vec_floats || flops <= 2.0 * 48 * 48 * 48;
+    /* In place when A is small enough to stay in L2 while B streams past it
+     * once (packing B would cost a full extra pass over it), when B is thin,
+     * or when the whole problem is too small to amortise any packing. */
+    const double a_bytes = (double)m * (double)k * sizeof(float);
+    int in_place = a_bytes <= (double)hw->l2_bytes / 4 || n <= 2 * set->vec_floats ||
+                   flops <= 2.0 * 48 * 48 * 48;
     out->path = ov && ov->path ? ov->path : in_place ? VX_PATH_DIRECT : VX_PATH_PACKED;
     if (out->path == VX_PATH_DIRECT && !s->b_unit_stride)
         out->path = VX_PATH_PACK_B;
@@ -115,14 +127,24 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
     out->nr = F->nr;
     out->mr = ov && ov->mr ? (ov->mr <= F->mr_max ? ov->mr : F->mr_max) : F->mr_max;
 
-    /* L1: B micro-panel (kc x nr) in half of L1, A block (mc x kc) in half
-     * of L2, B block (kc x nc) in this core's share of L3. */
+    /* L1. Measured on the 2-core AVX-512 machine (benchmarks/NOTES.md): long
+     * k blocks win (each C tile is loaded and stored once per block), so kc
+     * is as long as an A block of a few panels can be while mr x kc panels
+     * stay well inside L2; k is split into equal blocks so the last one is
+     * not a sliver. mc x kc (the packed A block) fills half of L2; kc x nc
+     * (the packed B block) this core's share of half of L3. */
     const int64_t fl = (int64_t)sizeof(float);
-    int64_t kc = imax(64, (hw->l1d_bytes / 2) / (out->nr * fl));
-    kc = imin(kc, 512) & ~(int64_t)7;
+    int64_t kc_max = imax(128, imin(512, (hw->l2_bytes / 4) / (out->nr * fl)));
+    int64_t kblocks = cdiv(k, kc_max);
+    int64_t kc = (cdiv(k, kblocks) + 7) & ~(int64_t)7;
     int64_t mc = imax(out->mr, ((hw->l2_bytes / 2) / (kc * fl)) / out->mr * out->mr);
     int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / imax(1, hw->l3_cores) : hw->l2_bytes;
     int64_t nc = imax(out->nr, imin(4096, (l3_share / 2) / (kc * fl)) / out->nr * out->nr);
+    if (out->path != VX_PATH_PACKED) {
+        /* In place: the B block (kc x nr) must stay in L1 across row blocks. */
+        kc = imax(64, (hw->l1d_bytes / 2) / (out->nr * fl)) & ~(int64_t)7;
+        kc = (cdiv(k, cdiv(k, kc)) + 7) & ~(int64_t)7;
+    }
     out->kc = ov && ov->kc ? ov->kc : kc;
     out->mc = ov && ov->mc ? imax(out->mr, ov->mc / out->mr * out->mr) : mc;
     out->nc = ov && ov->nc ? imax(out->nr, ov->nc / out->nr * out->nr) : nc;
@@ -136,7 +158,8 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
         out->threads_m = ov->threads_m ? ov->threads_m : 1;
         out->threads_n = ov->threads_n ? ov->threads_n : 1;
     } else {
-        pick_grid(m, n, out->mr, out->nr, t, &out->threads_m, &out->threads_n);
+        pick_grid(m, n, k, out->mr, out->nr, out->path == VX_PATH_PACKED, t, &out->threads_m,
+                  &out->threads_n);
     }
 }
 

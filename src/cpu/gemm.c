@@ -75,25 +75,33 @@ static void run_packed(const job *J, float *ap, float *bp, int64_t m0, int64_t m
 }
 
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
- * read in place (unit-stride rows) or packed one nr-wide panel at a time. */
+ * read in place (unit-stride rows) or packed one kc x nr block at a time.
+ * K is blocked so the B block (kc x nr) stays in L1 while every row block
+ * of A passes over it. */
 static void run_inplace(const job *J, float *bp, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int pack_b)
 {
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
+    const int64_t kc = min64(J->plan->kc, g->k);
     const vx_ukernel_fn *kern = J->fam->kern[pack_b ? VX_UK_AS_BP : VX_UK_AS_BS];
     for (int64_t j0 = n0; j0 < n1; j0 += nr) {
         const int64_t nn = min64(nr, n1 - j0);
-        const float *bpan = g->b + j0 * g->b_cs;
-        int64_t b_rs = g->b_rs;
-        if (pack_b) {
-            vx_pack_b(g->k, nn, bpan, g->b_rs, g->b_cs, nr, bp);
-            bpan = bp;
-            b_rs = nr;
-        }
-        for (int64_t i0 = m0; i0 < m1; i0 += mr) {
-            const int64_t mm = min64(mr, m1 - i0);
-            kern[mm - 1](g->k, g->a + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
-                         g->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, g->beta);
+        for (int64_t pc = 0; pc < g->k; pc += kc) {
+            const int64_t kb = min64(kc, g->k - pc);
+            const float beta = pc == 0 ? g->beta : 1.0f;
+            const float *bpan = g->b + pc * g->b_rs + j0 * g->b_cs;
+            int64_t b_rs = g->b_rs;
+            if (pack_b) {
+                vx_pack_b(kb, nn, bpan, g->b_rs, g->b_cs, nr, bp);
+                bpan = bp;
+                b_rs = nr;
+            }
+            const float *apan = g->a + pc * g->a_cs;
+            for (int64_t i0 = m0; i0 < m1; i0 += mr) {
+                const int64_t mm = min64(mr, m1 - i0);
+                kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
+                             g->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta);
+            }
         }
     }
 }
@@ -139,7 +147,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *thre
         J.ws_a = (size_t)(mc * kc + 15) & ~(size_t)15;
         J.ws_b = (size_t)(kc * nc + 15) & ~(size_t)15;
     } else if (plan->path == VX_PATH_PACK_B) {
-        J.ws_b = (size_t)(g->k * plan->nr + 15) & ~(size_t)15;
+        J.ws_b = (size_t)(min64(plan->kc, g->k) * plan->nr + 15) & ~(size_t)15;
     }
     if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)cells * (J.ws_a + J.ws_b))))
         return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %zu bytes of packing buffers",
