@@ -22,10 +22,6 @@ ISAS = {
 }
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
-import os
-C_PREFETCH = int(os.environ.get("VX_CPF", "3"))
-A_PREFETCH_FLOATS = int(os.environ.get("VX_APF", "0"))
-B_PACKED_PREFETCH_FLOATS = int(os.environ.get("VX_BPF", "0"))
 B_PREFETCH_ROWS = 16     # rows of in-place B fetched ahead (~100 cycles of L3 latency)
 
 
@@ -122,10 +118,9 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         for i in range(1, m):
             L.append(f"    const int64_t ro{i} = {i} * a_rs;")
     # Warm the C tile while the K loop runs: its rows are far apart.
-    if C_PREFETCH:
-        for i in range(m):
-            for v in range(0, V, max(1, 64 // (4 * I.w))):
-                L.append(f"    __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, {C_PREFETCH});")
+    for i in range(m):
+        for v in range(0, V, max(1, 64 // (4 * I.w))):
+            L.append(f"    __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")
 
     def a_elem(i, u):
         if a_packed:
@@ -168,13 +163,6 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         out = []
         out.append(f"{indent}int64_t p = 0;")
         out.append(f"{indent}for (; p + {UNROLL} <= k; p += {UNROLL}) {{")
-        if a_packed and A_PREFETCH_FLOATS:
-            # The packed A panel streams from L2: pull its lines in ahead.
-            for off in range(0, UNROLL * m, 16):
-                out.append(f"{indent}  __builtin_prefetch(a + {A_PREFETCH_FLOATS + off}, 0, 3);")
-        if b_packed and B_PACKED_PREFETCH_FLOATS:
-            for off in range(0, UNROLL * nr, 16):
-                out.append(f"{indent}  __builtin_prefetch(b + {B_PACKED_PREFETCH_FLOATS + off}, 0, 3);")
         for u in range(UNROLL):
             out.append(f"{indent}  {{")
             out += step(u, masked, indent + "    ")
