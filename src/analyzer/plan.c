@@ -11,7 +11,7 @@
 
 /* Per-core issue model shared by both x86 ISAs: two FMA pipes, two vector
  * loads per cycle, four cycles of FMA latency. */
-enum { FMA_PER_CYCLE = 2, LOADS_PER_CYCLE = 2, FMA_LATENCY = 4 };
+enum { FMA_PER_CYCLE = 2, LOADS_PER_CYCLE = 2, FMA_LATENCY = 4, FREE_GPRS = 8 };
 
 /* Packing one float costs about as long as this many flops of the kernel
  * (a load, a store and some shuffling against 32 flops per cycle). */
@@ -24,25 +24,29 @@ static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Cycles per k step of an m x (V vectors) register tile. */
-static double tile_cycles(int m, int V)
+/* Cycles per k step of an m x (V vectors) register tile. With A read in
+ * place every row needs its own offset register; past the general-purpose
+ * registers left over (about 8), each row's broadcast costs a reload too
+ * (measured: 30x16 in place ran at half the rate of 6x64). */
+static double tile_cycles(int m, int V, int a_in_place)
 {
     double fma = (double)m * V / FMA_PER_CYCLE;
-    double ld = (double)(m + V) / LOADS_PER_CYCLE;
+    double ld = (double)(m + V + (a_in_place && m > FREE_GPRS ? m - FREE_GPRS : 0)) / LOADS_PER_CYCLE;
     double c = fma > ld ? fma : ld;
     return c > FMA_LATENCY ? c : FMA_LATENCY;
 }
 
 /* Cycles per k step to cover an m x n block with one family. */
-static double family_cycles(int64_t m, int64_t n, int mr, int nr, int vec)
+static double family_cycles(int64_t m, int64_t n, int mr, int nr, int vec, int a_in_place)
 {
     const int V = nr / vec;
     const int64_t full = m / mr, rest = m % mr;
-    double per_panel = (double)full * tile_cycles(mr, V) + (rest ? tile_cycles((int)rest, V) : 0.0);
+    double per_panel = (double)full * tile_cycles(mr, V, a_in_place) +
+                       (rest ? tile_cycles((int)rest, V, a_in_place) : 0.0);
     return per_panel * (double)cdiv(n, nr);
 }
 
-static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int want_nr)
+static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int a_in_place, int want_nr)
 {
     int best = 0;
     double best_c = 0;
@@ -53,7 +57,7 @@ static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int want
                 return f;
             continue;
         }
-        double c = family_cycles(m, n, F->mr_max, F->nr, set->vec_floats);
+        double c = family_cycles(m, n, F->mr_max, F->nr, set->vec_floats, a_in_place);
         /* Prefer the wider tile on ties: fewer, longer B loads per FMA. */
         if (f == 0 || c < best_c * 0.999 || (c <= best_c * 1.001 && F->nr > set->families[best].nr)) {
             best = f;
@@ -119,9 +123,9 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
     if (out->path == VX_PATH_PACKED) {
         /* Big blocks: the tile with the best FMA-to-load ratio that still
          * leaves registers for B, i.e. the model's choice for a large square. */
-        out->family = pick_family(set, 4096, 4096, ov ? ov->nr : 0);
+        out->family = pick_family(set, 4096, 4096, 0, ov ? ov->nr : 0);
     } else {
-        out->family = pick_family(set, m, n, ov ? ov->nr : 0);
+        out->family = pick_family(set, m, n, 1, ov ? ov->nr : 0);
     }
     const vx_ukernel_family *F = &set->families[out->family];
     out->nr = F->nr;
