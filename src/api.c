@@ -100,10 +100,8 @@ VX_API vx_status dyn_gemm(vx_layout layout, vx_transpose transa, vx_transpose tr
         __builtin_mul_overflow(k, n, &kn))
         return vx_fail(VX_ERR_INVALID_ARG, "dyn_gemm: m*n, m*k or k*n overflows int64 (m = %lld, "
                        "n = %lld, k = %lld)", (long long)m, (long long)n, (long long)k);
-    if (m == 0 || n == 0) {
-        vx_clear_error();
+    if (m == 0 || n == 0)
         return VX_OK;
-    }
     const int isa = vx_active_isa();
     if (isa < 0)
         return vx_fail(VX_ERR_UNSUPPORTED, "dyn_gemm: this CPU has neither AVX2+FMA nor AVX-512; "
@@ -149,6 +147,5 @@ VX_API vx_status dyn_gemm(vx_layout layout, vx_transpose transa, vx_transpose tr
                 (long long)m, (long long)n, (long long)k, alpha, beta, desc, threads, us,
                 us > 0 ? 2e-3 * (double)m * (double)n * (double)k / us : 0.0);
     }
-    vx_clear_error();
-    return VX_OK;
+    return VX_OK; /* vx_last_error() keeps the last failure's message */
 }

@@ -31,8 +31,3 @@ vx_status vx_fail(vx_status s, const char *fmt, ...)
     va_end(ap);
     return s;
 }
-
-void vx_clear_error(void)
-{
-    t_msg[0] = 0;
-}

@@ -7,7 +7,4 @@
 /* Record a message for vx_last_error() and return s (for `return vx_fail(...)`). */
 vx_status vx_fail(vx_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Clear the thread's message (a successful call leaves "" behind). */
-void vx_clear_error(void);
-
 #endif

@@ -33,7 +33,9 @@ static double tile_cycles(int m, int V, int a_in_place)
     double fma = (double)m * V / FMA_PER_CYCLE;
     double ld = (double)(m + V + (a_in_place && m > FREE_GPRS ? m - FREE_GPRS : 0)) / LOADS_PER_CYCLE;
     double c = fma > ld ? fma : ld;
-    return c > FMA_LATENCY ? c : FMA_LATENCY;
+    /* One cycle of slack on the latency bound: a tile with exactly
+     * latency x pipes accumulators stalls on any hiccup. */
+    return c > FMA_LATENCY + 1 ? c : FMA_LATENCY + 1;
 }
 
 /* Cycles per k step to cover an m x n block with one family. */
@@ -44,6 +46,14 @@ static double family_cycles(int64_t m, int64_t n, int mr, int nr, int vec, int a
     double per_panel = (double)full * tile_cycles(mr, V, a_in_place) +
                        (rest ? tile_cycles((int)rest, V, a_in_place) : 0.0);
     return per_panel * (double)cdiv(n, nr);
+}
+
+/* Vector registers a family's widest tile holds: accumulators, B vectors
+ * and the broadcast. */
+static int tile_registers(const vx_ukernel_set *set, const vx_ukernel_family *F)
+{
+    const int V = F->nr / set->vec_floats;
+    return F->mr_max * V + V + 1;
 }
 
 static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int a_in_place, int want_nr)
@@ -58,8 +68,14 @@ static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int a_in
             continue;
         }
         double c = family_cycles(m, n, F->mr_max, F->nr, set->vec_floats, a_in_place);
-        /* Prefer the wider tile on ties: fewer, longer B loads per FMA. */
-        if (f == 0 || c < best_c * 0.999 || (c <= best_c * 1.001 && F->nr > set->families[best].nr)) {
+        /* On ties prefer a tile that leaves the compiler a spare register
+         * (the full ones, 30x16 and 14x8, spill), then the wider tile:
+         * fewer, longer B loads per FMA. */
+        const int roomy = tile_registers(set, F) < set->vec_registers;
+        const int best_roomy = tile_registers(set, &set->families[best]) < set->vec_registers;
+        const int tie = c <= best_c * 1.001 && c >= best_c * 0.999;
+        if (f == 0 || c < best_c * 0.999 ||
+            (tie && (roomy > best_roomy || (roomy == best_roomy && F->nr > set->families[best].nr)))) {
             best = f;
             best_c = c;
         }
@@ -98,7 +114,43 @@ static void pick_grid(int64_t m, int64_t n, int64_t k, int mr, int nr, int packs
     *tn_out = best_tn;
 }
 
+static void plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out);
+
+/* A per-thread memo of recent plans, so a repeated shape costs a lookup
+ * (the analyzer issue replaces it with a shared, bounded table). Entries
+ * made under an override are never reused. */
+enum { MEMO_SLOTS = 64 };
+typedef struct {
+    int64_t m, n, k;
+    int flags; /* b_unit | a_unit << 1 | isa << 2 | threads << 4; 0 = empty */
+    vx_gemm_plan plan;
+} memo_entry;
+static _Thread_local memo_entry t_memo[MEMO_SLOTS];
+
 void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out)
+{
+    if (g_have_override) {
+        plan_gemm(s, isa, max_threads, out);
+        return;
+    }
+    const int flags = (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int)isa << 2) |
+                      (max_threads << 4);
+    const uint64_t h = ((uint64_t)s->m * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)s->n * 0xC2B2AE3D27D4EB4Full) ^
+                       ((uint64_t)s->k * 0x165667B19E3779F9ull) ^ (uint64_t)flags;
+    memo_entry *e = &t_memo[(h >> 32) % MEMO_SLOTS];
+    if (e->flags == flags && e->m == s->m && e->n == s->n && e->k == s->k) {
+        *out = e->plan;
+        return;
+    }
+    plan_gemm(s, isa, max_threads, out);
+    e->m = s->m;
+    e->n = s->n;
+    e->k = s->k;
+    e->flags = flags;
+    e->plan = *out;
+}
+
+static void plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out)
 {
     const vx_hw_info *hw = vx_hw();
     const vx_ukernel_set *set = vx_ukernels(isa);
@@ -122,8 +174,16 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
 
     if (out->path == VX_PATH_PACKED) {
         /* Big blocks: the tile with the best FMA-to-load ratio that still
-         * leaves registers for B, i.e. the model's choice for a large square. */
-        out->family = pick_family(set, 4096, 4096, 0, ov ? ov->nr : 0);
+         * leaves registers for B, i.e. the model's choice for a large square
+         * (the same for every shape, so worked out once per ISA). */
+        static int packed_family[VX_ISA_COUNT] = { -1, -1 };
+        int f = ov && ov->nr ? -1 : __atomic_load_n(&packed_family[isa], __ATOMIC_RELAXED);
+        if (f < 0) {
+            f = pick_family(set, 4096, 4096, 0, ov ? ov->nr : 0);
+            if (!(ov && ov->nr))
+                __atomic_store_n(&packed_family[isa], f, __ATOMIC_RELAXED);
+        }
+        out->family = f;
     } else {
         out->family = pick_family(set, m, n, 1, ov ? ov->nr : 0);
     }
@@ -158,6 +218,8 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
     if (ov && (ov->threads_m || ov->threads_n)) {
         out->threads_m = ov->threads_m ? ov->threads_m : 1;
         out->threads_n = ov->threads_n ? ov->threads_n : 1;
+    } else if (t == 1) {
+        out->threads_m = out->threads_n = 1;
     } else {
         pick_grid(m, n, k, out->mr, out->nr, out->path == VX_PATH_PACKED, t, &out->threads_m,
                   &out->threads_n);
