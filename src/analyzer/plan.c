@@ -215,9 +215,11 @@ static void plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_ge
     const double min_flops_per_thread = 2.0 * 96 * 96 * 96;
     while (t > 1 && flops / t < min_flops_per_thread)
         t--;
+    out->threads = t;
     if (ov && (ov->threads_m || ov->threads_n)) {
         out->threads_m = ov->threads_m ? ov->threads_m : 1;
         out->threads_n = ov->threads_n ? ov->threads_n : 1;
+        out->threads = ov->threads ? ov->threads : out->threads_m * out->threads_n;
     } else if (t == 1) {
         out->threads_m = out->threads_n = 1;
     } else {
@@ -240,7 +242,7 @@ void vx_plan_set_override(const vx_gemm_plan *o)
 void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
 {
     static const char *paths[] = { "auto", "packed", "pack_b", "direct" };
-    snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d",
+    snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d threads=%d",
              paths[p->path & 3], vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->mc,
-             (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n);
+             (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n, p->threads);
 }

@@ -28,7 +28,8 @@ typedef struct {
     int family;           /* index into vx_ukernels(isa)->families */
     int mr, nr;           /* register tile, mr <= family's mr_max */
     int64_t mc, kc, nc;   /* L1 block: mc % mr == 0, nc % nr == 0 */
-    int threads_m, threads_n; /* L2 grid of threads over C */
+    int threads_m, threads_n; /* L2 grid of cells over C */
+    int threads;          /* threads that share the cells (<= cells) */
 } vx_gemm_plan;
 
 /* Fill *out for this shape, ISA and thread budget. Never fails. */
@@ -36,7 +37,7 @@ void vx_plan_gemm(const vx_gemm_shape *shape, vx_isa isa, int max_threads, vx_ge
 
 /* Testing hook: every non-zero field of *o replaces the rule's choice for
  * later calls in this process (path, nr, mr, mc, kc, nc, threads_m,
- * threads_n; isa is ignored, use VORTEX_ISA). NULL clears it. Not
+ * threads_n, threads; isa is ignored, use VORTEX_ISA). NULL clears it. Not
  * thread-safe against concurrent dyn_gemm calls: set it before them. */
 void vx_plan_set_override(const vx_gemm_plan *o);
 

@@ -1,5 +1,7 @@
 #include "cpu/gemm.h"
 
+#include <stdatomic.h>
+
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
@@ -15,6 +17,7 @@ typedef struct {
     const vx_ukernel_family *fam;
     float *ws;          /* the caller's workspace: one slice per thread */
     size_t ws_a, ws_b;  /* floats of A and B buffer in a slice */
+    atomic_int next_cell; /* cells are handed out in order to whichever thread is free */
 } job;
 
 /* Effective L1 block for this problem: no larger than the problem itself. */
@@ -114,7 +117,10 @@ static void task(void *ctx, int tid, int nthreads)
     const int cells = P->threads_m * P->threads_n;
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
-    for (int cell = tid; cell < cells; cell += nthreads) {
+    (void)nthreads;
+    /* Dynamic hand-out: a thread slowed by anything (a busy core, a stolen
+     * vCPU) simply takes fewer cells. */
+    for (int cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
         const int ti = cell / P->threads_n, tj = cell % P->threads_n;
         int64_t m0, m1, n0, n1;
         split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
@@ -137,8 +143,9 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *thre
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: invalid plan (family %d, mr %d)", plan->family, plan->mr);
     if (plan->path == VX_PATH_DIRECT && g->b_cs != 1)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows");
-    job J = { g, plan, &set->families[plan->family], NULL, 0, 0 };
+    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0 };
     const int cells = plan->threads_m * plan->threads_n;
+    const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : cells;
     /* All packing memory is taken before anything is written, so running out
      * of it leaves C untouched. 16 floats of slack keep slices 64-byte aligned. */
     if (plan->path == VX_PATH_PACKED) {
@@ -149,10 +156,10 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *thre
     } else if (plan->path == VX_PATH_PACK_B) {
         J.ws_b = (size_t)(min64(plan->kc, g->k) * plan->nr + 15) & ~(size_t)15;
     }
-    if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)cells * (J.ws_a + J.ws_b))))
+    if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)threads * (J.ws_a + J.ws_b))))
         return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %zu bytes of packing buffers",
-                       (size_t)cells * (J.ws_a + J.ws_b) * sizeof(float));
-    int used = cells > 1 ? vx_pool_run(task, &J, cells) : (task(&J, 0, 1), 1);
+                       (size_t)threads * (J.ws_a + J.ws_b) * sizeof(float));
+    int used = threads > 1 ? vx_pool_run(task, &J, threads) : (task(&J, 0, 1), 1);
     if (threads_used)
         *threads_used = used;
     return VX_OK;
