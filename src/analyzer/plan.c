@@ -191,14 +191,14 @@ static void plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_ge
     out->nr = F->nr;
     out->mr = ov && ov->mr ? (ov->mr <= F->mr_max ? ov->mr : F->mr_max) : F->mr_max;
 
-    /* L1. Measured on the 2-core AVX-512 machine (benchmarks/NOTES.md): long
-     * k blocks win (each C tile is loaded and stored once per block), so kc
-     * is as long as an A block of a few panels can be while mr x kc panels
-     * stay well inside L2; k is split into equal blocks so the last one is
-     * not a sliver. The in-place paths use the same kc: keeping their B
-     * block in L1 (kc ~ 96 for nr = 64) measured 10-15% slower than long
-     * blocks streaming from L2. mc x kc (the packed A block) fills half of L2; kc x nc
-     * (the packed B block) this core's share of half of L3. */
+    /* L1. Measured on the 2-core AVX-512 machine (benchmarks/NOTES.md):
+     * long k blocks win, since each C tile is loaded and stored once per
+     * block; kc is capped where a kc x nr B panel passes a quarter of L2,
+     * and k is split into equal blocks so the last one is not a sliver. The
+     * in-place paths use the same kc: keeping their B block in L1 (kc ~ 96
+     * for nr = 64) measured 10-15% slower. mc x kc (the packed A block)
+     * fills half of L2, kc x nc (the packed B block) half of this core's
+     * share of L3. */
     const int64_t fl = (int64_t)sizeof(float);
     int64_t kc_max = imax(128, imin(512, (hw->l2_bytes / 4) / (out->nr * fl)));
     int64_t kblocks = cdiv(k, kc_max);
@@ -225,6 +225,7 @@ static void plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_ge
     } else {
         pick_grid(m, n, k, out->mr, out->nr, out->path == VX_PATH_PACKED, t, &out->threads_m,
                   &out->threads_n);
+        out->threads = out->threads_m * out->threads_n;
     }
 }
 
