@@ -11,4 +11,5 @@ if [ ! -f build/build.ninja ]; then
 fi
 ninja -C build
 build/tools/vortex-info --explain gemm 2048 2048 2048
+mkdir -p benchmarks/out
 build/benchmarks/vortex-bench-gemm --suite bert,small --quick --peak --csv benchmarks/out/quickstart.csv
