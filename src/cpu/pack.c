@@ -5,6 +5,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* In-register 8 x 8 transpose (AVX2, which every CPU Vortex runs on has):
+ * r[i] holds row i on entry and column i on return. 24 shuffles instead of
+ * 64 scalar strided stores. */
+__attribute__((target("avx2")))
+static inline void transpose8(__m256 r[8])
+{
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* dst[p*ld_dst + j] = src[j*ld_src + p] for j < nj (1..8), p < 8: an 8 x 8
+ * block transposed, with only nj lanes of each output row written. */
+__attribute__((target("avx2")))
+static void transpose_block(const float *src, int64_t ld_src, int nj, float *dst, int64_t ld_dst)
+{
+    __m256 r[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = j < nj ? _mm256_loadu_ps(src + j * ld_src) : _mm256_setzero_ps();
+    transpose8(r);
+    if (nj == 8) {
+        for (int p = 0; p < 8; p++)
+            _mm256_storeu_ps(dst + p * ld_dst, r[p]);
+    } else if (ld_dst == nj && nj >= 4) {
+        /* Output rows are adjacent: full stores in order. Store p spills
+         * 8 - nj floats into rows p+1 (and p+2 when nj < 4, hence nj >= 4:
+         * then every spill ends inside this block and is overwritten by a
+         * later store); only the last row is masked, so nothing past the
+         * block is touched. */
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int p = 0; p < 7; p++)
+            _mm256_storeu_ps(dst + p * ld_dst, r[p]);
+        _mm256_maskstore_ps(dst + 7 * ld_dst, mask, r[7]);
+    } else {
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int p = 0; p < 8; p++)
+            _mm256_maskstore_ps(dst + p * ld_dst, mask, r[p]);
+    }
+}
+
 void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, int mr, float *out)
 {
     for (int64_t r0 = 0; r0 < mb; r0 += mr) {
@@ -12,11 +65,17 @@ void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, i
         const float *src = a + r0 * rs;
         float *dst = out + r0 * kb;
         if (cs == 1) {
-            /* Row-major source: walk each row contiguously, scatter by rows. */
+            /* Row-major source: 8 (rows) x 8 (k) blocks transposed in
+             * registers, the k tail by scalars. */
+            int64_t p = 0;
+            for (; p + 8 <= kb; p += 8)
+                for (int64_t i = 0; i < rows; i += 8)
+                    transpose_block(src + i * rs + p, rs, (int)(rows - i < 8 ? rows - i : 8),
+                                    dst + p * rows + i, rows);
             for (int64_t i = 0; i < rows; i++) {
                 const float *row = src + i * rs;
-                for (int64_t p = 0; p < kb; p++)
-                    dst[p * rows + i] = row[p];
+                for (int64_t q = p; q < kb; q++)
+                    dst[q * rows + i] = row[q];
             }
         } else {
             /* Column-contiguous source (rs == 1 typically): copy runs of rows. */
@@ -28,34 +87,6 @@ void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, i
             }
         }
     }
-}
-
-/* dst[p*ld_dst + j] = src[j*ld_src + p] for an 8 x 8 block, with AVX2
- * (every CPU Vortex runs on has it): 24 shuffles instead of 64 scalar
- * strided stores. */
-__attribute__((target("avx2")))
-static void transpose8x8(const float *src, int64_t ld_src, float *dst, int64_t ld_dst)
-{
-    __m256 r0 = _mm256_loadu_ps(src + 0 * ld_src), r1 = _mm256_loadu_ps(src + 1 * ld_src);
-    __m256 r2 = _mm256_loadu_ps(src + 2 * ld_src), r3 = _mm256_loadu_ps(src + 3 * ld_src);
-    __m256 r4 = _mm256_loadu_ps(src + 4 * ld_src), r5 = _mm256_loadu_ps(src + 5 * ld_src);
-    __m256 r6 = _mm256_loadu_ps(src + 6 * ld_src), r7 = _mm256_loadu_ps(src + 7 * ld_src);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(dst + 0 * ld_dst, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(dst + 1 * ld_dst, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ld_dst, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ld_dst, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ld_dst, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ld_dst, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ld_dst, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ld_dst, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
 void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, int nr, float *out)
@@ -80,7 +111,7 @@ void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, i
                 for (; j + 8 <= cols; j += 8) {
                     int64_t p = 0;
                     for (; p + 8 <= kb; p += 8)
-                        transpose8x8(src + j * cs + p, cs, dst + p * nr + j, nr);
+                        transpose_block(src + j * cs + p, cs, 8, dst + p * nr + j, nr);
                     for (; p < kb; p++)
                         for (int64_t jj = j; jj < j + 8; jj++)
                             dst[p * nr + jj] = src[jj * cs + p];
