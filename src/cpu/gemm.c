@@ -44,7 +44,8 @@ static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, 
 }
 
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir.
- * The B micro-panel (kc x nr) stays in L1 while A panels stream from L2. */
+ * Each B micro-panel (kc x nr) is reused by every A panel of the L2-resident
+ * A block before the next one is touched. */
 static void run_packed(const job *J, float *ap, float *bp, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
     const vx_gemm_args *g = J->g;
