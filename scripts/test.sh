@@ -21,7 +21,8 @@ run_suite() { # dir, label
   for exe in "$dir"/tests/test_*; do
     [ -x "$exe" ] && [ -f "$exe" ] || continue
     log=$(mktemp)
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$exe" --short-filename >"$log" 2>&1
+    # A hung test must fail CI, not stall it: each executable gets 10 minutes.
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 timeout 600 "$exe" --short-filename >"$log" 2>&1
     local rc=$?
     grep -E 'Synthesis|FAIL|CRASH|ERROR|Skipped|skipped' "$log" | grep -v '^\s*$' | head -40
     local line t p f c s
@@ -50,7 +51,7 @@ ASAN_OPTIONS=detect_leaks=1 run_suite build-asan "asan+ubsan"
 
 if [ -x build/benchmarks/vortex-bench-gemm ]; then
   echo "== benchmark smoke (10 s) =="
-  if build/benchmarks/vortex-bench-gemm --suite small --quick --max-seconds 10; then
+  if timeout 120 build/benchmarks/vortex-bench-gemm --suite small --quick --max-seconds 10; then
     passed=$((passed + 1))
   else
     echo "benchmark smoke failed"; failed=$((failed + 1))
