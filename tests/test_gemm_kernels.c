@@ -399,6 +399,8 @@ static void check_plan(vx_isa isa)
                         cr_assert(p.nc >= 0 && p.nc % p.nr == 0, "nc %lld %% nr %d != 0: %s",
                                   (long long)p.nc, p.nr, d);
                         cr_assert(p.kc >= 0, "kc %lld: %s", (long long)p.kc, d);
+                        cr_assert(p.threads >= 1 && p.threads <= threads[t],
+                                  "plan runs %d threads for budget %d: %s", p.threads, threads[t], d);
                         cr_assert(p.threads_m >= 1 && p.threads_n >= 1 &&
                                       p.threads_m * p.threads_n <= threads[t],
                                   "thread grid %dx%d for budget %d: %s", p.threads_m,
@@ -425,6 +427,45 @@ Test(planner, describe_truncates)
               "vx_plan_describe(len=8) did not NUL-terminate within 8 bytes");
     cr_assert(strncmp(big, small, strlen(small)) == 0, "truncated description \"%s\" is not a "
               "prefix of \"%s\"", small, big);
+}
+
+static int plan_eq(const vx_gemm_plan *a, const vx_gemm_plan *b)
+{
+    return a->isa == b->isa && a->path == b->path && a->family == b->family && a->mr == b->mr &&
+           a->nr == b->nr && a->mc == b->mc && a->kc == b->kc && a->nc == b->nc &&
+           a->threads_m == b->threads_m && a->threads_n == b->threads_n && a->threads == b->threads;
+}
+
+/* Plans are memoized per thread: a repeated shape must still see a changed
+ * thread budget, an override set after it was planned, and the override's
+ * removal. */
+Test(planner, memo_follows_budget_and_override)
+{
+    const vx_ukernel_set *set = vx_ukernels(VX_ISA_AVX2);
+    vx_gemm_shape sh = {1500, 1400, 700, 1, 1};
+    vx_gemm_plan p2, p1, again, forced, after;
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &p2);
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 1, &p1);
+    cr_assert(p2.threads_m * p2.threads_n == 2 && p2.threads == 2,
+              "1500x1400x700 with 2 threads planned a %dx%d grid on %d threads", p2.threads_m,
+              p2.threads_n, p2.threads);
+    cr_assert(p1.threads_m * p1.threads_n == 1 && p1.threads == 1,
+              "the same shape with 1 thread reused the 2-thread plan (%dx%d, %d threads)",
+              p1.threads_m, p1.threads_n, p1.threads);
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &again);
+    cr_assert(plan_eq(&again, &p2), "a repeated shape got a different plan");
+
+    const int other_nr = set->families[0].nr == p2.nr ? set->families[1].nr : set->families[0].nr;
+    vx_gemm_plan o;
+    memset(&o, 0, sizeof o);
+    o.nr = other_nr;
+    vx_plan_set_override(&o);
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &forced);
+    vx_plan_set_override(NULL);
+    cr_assert_eq(forced.nr, other_nr, "an override set after the shape was planned was ignored "
+                 "(nr %d, wanted %d)", forced.nr, other_nr);
+    vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &after);
+    cr_assert(plan_eq(&after, &p2), "clearing the override did not restore the plan");
 }
 
 /* The override replaces exactly the non-zero fields it names. */
