@@ -1,7 +1,6 @@
 /* Public entry points: argument checks (nothing is written on a bad call),
  * canonicalisation to one row-major problem with unit-stride C rows, routing
  * to the CPU backend, and the VORTEX_VERBOSE log line. */
-#include <math.h>
 #include <stdio.h>
 #include <time.h>
 

@@ -80,8 +80,8 @@ static void run_packed(const job *J, float *ap, float *bp, int64_t m0, int64_t m
 
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
- * K is blocked so the B block (kc x nr) stays in L1 while every row block
- * of A passes over it. */
+ * K is blocked (the plan's kc) and every row block of A passes over one
+ * B block before the next is touched. */
 static void run_inplace(const job *J, float *bp, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int pack_b)
 {
     const vx_gemm_args *g = J->g;
@@ -110,7 +110,9 @@ static void run_inplace(const job *J, float *bp, int64_t m0, int64_t m1, int64_t
     }
 }
 
-/* One thread's share: the grid cells tid, tid + nthreads, ... */
+/* One thread's share: whichever grid cells are still unclaimed when it asks
+ * (a thread slowed by anything, a busy core or a stolen vCPU, simply takes
+ * fewer). Each thread packs into its own workspace slice. */
 static void task(void *ctx, int tid, int nthreads)
 {
     job *J = ctx;
@@ -119,8 +121,6 @@ static void task(void *ctx, int tid, int nthreads)
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
     (void)nthreads;
-    /* Dynamic hand-out: a thread slowed by anything (a busy core, a stolen
-     * vCPU) simply takes fewer cells. */
     for (int cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
         const int ti = cell / P->threads_n, tj = cell % P->threads_n;
         int64_t m0, m1, n0, n1;

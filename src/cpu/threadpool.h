@@ -1,8 +1,9 @@
 /* L2 execution: a pool of worker threads pinned to cores (hwloc). The calling
- * thread is worker 0; workers 1..n-1 are pool threads pinned to cores 1..n-1.
- * One parallel region runs at a time: a call that finds the pool busy (another
- * thread's dyn_gemm in flight) runs its region on the calling thread alone,
- * which is always correct because tasks split work by (tid, nthreads). */
+ * thread is worker 0; worker i is pinned to the i-th core after the one the
+ * caller runs on, so caller and workers never share a core. One parallel
+ * region runs at a time: a call that finds the pool busy (another thread's
+ * dyn_gemm in flight) runs its region on the calling thread alone, which is
+ * always correct because a task must cover all its work for any (tid, n). */
 #ifndef VX_CPU_THREADPOOL_H
 #define VX_CPU_THREADPOOL_H
 
