@@ -12,7 +12,7 @@ for a in "$@"; do
 done
 
 need=()
-for p in meson ninja-build pkg-config libhwloc-dev libcriterion-dev python3 gcc g++; do
+for p in meson ninja-build pkg-config libhwloc-dev libjansson-dev libcriterion-dev python3 gcc g++; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

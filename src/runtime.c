@@ -58,9 +58,9 @@ void vx_warn(const char *fmt, ...)
         return;
     /* Remember a few messages so a warning in a hot loop prints once. */
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static char seen[16][160];
+    static char seen[16][400];
     static int nseen;
-    char msg[160];
+    char msg[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

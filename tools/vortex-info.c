@@ -5,7 +5,11 @@
 #include <string.h>
 
 #include "analyzer/hw.h"
+#include "analyzer/candidates.h"
 #include "analyzer/plan.h"
+#include "analyzer/select.h"
+#include "analyzer/tune.h"
+#include "cpu/cpu_levels.h"
 #include "cpu/isa.h"
 #include "cpu/ukernel.h"
 #include "runtime.h"
@@ -14,14 +18,19 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: vortex-info [--kernels] [--explain gemm M N K [--col-major] [--transa] [--transb]]\n"
+            "usage: vortex-info [--kernels] [--candidates] [--explain gemm M N K [--col-major] [--transa] [--transb]]\n"
             "\n"
-            "Prints the CPU, ISA, caches and thread count Vortex uses.\n"
+            "Prints the CPU, ISA, caches, thread count and tuning file Vortex uses.\n"
             "  --kernels            list the generated L0 micro-kernel families per ISA\n"
-            "  --explain gemm M N K print the plan dyn_gemm would run for that shape\n"
+            "  --candidates         the analyzer's candidate counts per level (L0 tiles,\n"
+            "                       L1 blocks, L2 grids) for every ISA this CPU runs\n"
+            "  --explain gemm M N K the plan dyn_gemm would run for that shape, its\n"
+            "                       predicted time and the next best five\n"
             "                       (row-major NN unless --col-major/--transa/--transb)\n"
             "  -h, --help           this text\n"
-            "Environment: VORTEX_ISA=avx2|avx512, VORTEX_NUM_THREADS=N, VORTEX_VERBOSE=1\n");
+            "Environment: VORTEX_ISA=avx2|avx512, VORTEX_NUM_THREADS=N, VORTEX_VERBOSE=1,\n"
+            "             VORTEX_TUNE_FILE=path (else $XDG_CACHE_HOME/vortex/tune.json,\n"
+            "             else ~/.cache/vortex/tune.json; written by vortex-install-tune)\n");
 }
 
 static int parse_i64(const char *s, long long *out)
@@ -52,7 +61,39 @@ static void print_hw(void)
            getenv("VORTEX_ISA") ? " (VORTEX_ISA set)" : "");
     printf("threads:    %d\n", vx_get_num_threads());
     printf("gpu:        none (CUDA backend not built)\n");
-    printf("tuning:     none (built-in defaults from the hardware query)\n");
+    const vx_tune *t = vx_tune_active();
+    printf("tuning:     %s%s%s\n", vx_tune_source(), t->measured ? ", measured " : "", t->measured ? t->created : "");
+}
+
+static void print_candidates(void)
+{
+    const vx_hw_info *h = vx_hw();
+    for (int i = 0; i < VX_ISA_COUNT; i++) {
+        if ((i == VX_ISA_AVX512 && !h->has_avx512) || (i == VX_ISA_AVX2 && !h->has_avx2_fma))
+            continue;
+        const vx_cpu_model *m = vx_cpu_model_get((vx_isa)i);
+        if (m)
+            vx_candidates_report(&m->desc, &m->cand, stdout);
+    }
+}
+
+static void explain_gemm(const vx_gemm_shape *s, vx_isa isa, const char *what)
+{
+    enum { SHOW = 6, ASK = 64 };
+    vx_gemm_plan p;
+    vx_plan_gemm(s, isa, vx_get_num_threads(), &p);
+    char d[160];
+    vx_plan_describe(&p, d, sizeof d);
+    printf("plan:       %s -> %s\n", what, d);
+    vx_priced_plan r[ASK];
+    const int n = vx_gemm_rank(s, isa, vx_get_num_threads(), r, ASK);
+    const double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
+    printf("ranked:     %d distinct plans priced; the best %d:\n", n, n < SHOW ? n : SHOW);
+    for (int i = 0; i < n && i < SHOW; i++) {
+        vx_plan_describe(&r[i].plan, d, sizeof d);
+        printf("  %d. %10.2f us  %8.1f GFLOP/s  %s\n", i + 1, r[i].predicted_ns * 1e-3,
+               r[i].predicted_ns > 0 ? flops / r[i].predicted_ns : 0.0, d);
+    }
 }
 
 static void print_kernels(void)
@@ -71,7 +112,7 @@ static void print_kernels(void)
 
 int main(int argc, char **argv)
 {
-    int kernels = 0, explain = 0, col = 0, ta = 0, tb = 0;
+    int kernels = 0, candidates = 0, explain = 0, col = 0, ta = 0, tb = 0;
     long long m = 0, n = 0, k = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -79,6 +120,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--kernels")) {
             kernels = 1;
+        } else if (!strcmp(argv[i], "--candidates")) {
+            candidates = 1;
         } else if (!strcmp(argv[i], "--explain")) {
             if (i + 4 >= argc) {
                 fprintf(stderr, "vortex-info: --explain needs: gemm M N K\n");
@@ -109,6 +152,8 @@ int main(int argc, char **argv)
     print_hw();
     if (kernels)
         print_kernels();
+    if (candidates)
+        print_candidates();
     if (explain) {
         int isa = vx_active_isa();
         if (isa < 0) {
@@ -118,16 +163,14 @@ int main(int argc, char **argv)
         /* Same canonicalisation as dyn_gemm: column-major swaps the roles. */
         vx_gemm_shape s;
         if (!col) {
-            s = (vx_gemm_shape){ m, n, k, !tb, !ta };
+            s = (vx_gemm_shape){ m, n, k, !tb, !ta, 0};
         } else {
-            s = (vx_gemm_shape){ n, m, k, !ta, !tb };
+            s = (vx_gemm_shape){ n, m, k, !ta, !tb, 0};
         }
-        vx_gemm_plan p;
-        vx_plan_gemm(&s, (vx_isa)isa, vx_get_num_threads(), &p);
-        char d[160];
-        vx_plan_describe(&p, d, sizeof d);
-        printf("plan:       gemm %s %s%s m=%lld n=%lld k=%lld -> %s\n", col ? "col" : "row", ta ? "T" : "N",
-               tb ? "T" : "N", m, n, k, d);
+        char what[128];
+        snprintf(what, sizeof what, "gemm %s %s%s m=%lld n=%lld k=%lld", col ? "col" : "row", ta ? "T" : "N",
+                 tb ? "T" : "N", m, n, k);
+        explain_gemm(&s, (vx_isa)isa, what);
     }
     return 0;
 }

@@ -140,6 +140,24 @@ static void query_topology(vx_hw_info *h)
     }
 }
 
+/* The clock Linux reports for the first CPU (a VM shows the host's nominal
+ * clock). Used only to turn cycle counts into the built-in defaults'
+ * nanoseconds; vortex-install-tune measures the real rates. */
+static void query_clock(vx_hw_info *h)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[256];
+    double mhz = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "cpu MHz : %lf", &mhz) == 1)
+            break;
+    fclose(f);
+    if (mhz >= 500 && mhz <= 10000)
+        h->ghz = mhz / 1000;
+}
+
 static void query_all(void)
 {
     for (int i = 0; i < MAX_CPUS; i++)
@@ -147,6 +165,7 @@ static void query_all(void)
     query_model(&g_hw);
     query_isa(&g_hw);
     query_topology(&g_hw);
+    query_clock(&g_hw);
 }
 
 const vx_hw_info *vx_hw(void)

@@ -21,6 +21,8 @@ typedef struct {
     int has_avx512_fp16;
     int has_amx;
     int from_hwloc;          /* 1 when cache sizes came from hwloc, 0 = fallbacks */
+    double ghz;              /* clock the kernel reports (/proc/cpuinfo), 0 when unknown;
+                                only the built-in tuning defaults read it */
 } vx_hw_info;
 
 /* Queried once per process (thread-safe); never NULL. */

@@ -1,260 +1,239 @@
-/* The interim plan rule: a small analytical model built only from the
- * hardware query (register file, cache sizes, cores) and the ISA's FMA
- * shape. The analyzer (tuning file, measured L0 rates, candidate pricing)
- * replaces the numbers here without changing the interface. */
+/* GEMM plan selection: the shared plan cache in front of the analyzer's
+ * search (cost.c over the CPU backend's candidates), the conversion of its
+ * choice into the CPU driver's plan, and the testing override. */
 #include "analyzer/plan.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/hw.h"
-
-/* Per-core issue model shared by both x86 ISAs: two FMA pipes, two vector
- * loads per cycle, four cycles of FMA latency. */
-enum { FMA_PER_CYCLE = 2, LOADS_PER_CYCLE = 2, FMA_LATENCY = 4, FREE_GPRS = 8 };
-
-/* In-place B is read in place for at most this many row blocks per panel. */
-enum { DIRECT_MAX_ROW_BLOCKS = 4 };
-
-/* Packing one float costs about as long as this many flops of the kernel
- * (a load, a store and some shuffling against 32 flops per cycle). */
-#define PACK_FLOPS_PER_FLOAT 48.0
+#include "analyzer/cost.h"
+#include "analyzer/plancache.h"
+#include "analyzer/select.h"
+#include "cpu/cpu_levels.h"
 
 static vx_gemm_plan g_override;
-static int g_have_override;
+static atomic_int g_have_override;
 
-static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* Cycles per k step of an m x (V vectors) register tile. With A read in
- * place every row needs its own offset register; past the general-purpose
- * registers left over (about 8), each row's broadcast costs a reload too
- * (measured: 30x16 in place ran at half the rate of 6x64). */
-static double tile_cycles(int m, int V, int a_in_place)
+static void problem_of(const vx_gemm_shape *s, vx_problem *p)
 {
-    double fma = (double)m * V / FMA_PER_CYCLE;
-    double ld = (double)(m + V + (a_in_place && m > FREE_GPRS ? m - FREE_GPRS : 0)) / LOADS_PER_CYCLE;
-    double c = fma > ld ? fma : ld;
-    /* One cycle of slack on the latency bound: a tile with exactly
-     * latency x pipes accumulators stalls on any hiccup. */
-    return c > FMA_LATENCY + 1 ? c : FMA_LATENCY + 1;
+    p->m = s->m;
+    p->n = s->n;
+    p->k = s->k;
+    p->a_trans = !s->a_unit_stride;
+    p->b_trans = !s->b_unit_stride;
+    p->b_in_place_ok = s->b_unit_stride;
+    p->units_warm = s->pool_warm != 0;
 }
 
-/* Cycles per k step to cover an m x n block with one family. */
-static double family_cycles(int64_t m, int64_t n, int mr, int nr, int vec, int a_in_place)
+/* The CPU driver's plan for a priced choice. Blocks are stored as the
+ * driver will run them for this k (equal k blocks). */
+static void plan_of(const vx_cpu_model *M, const vx_gemm_shape *s, vx_isa isa, const vx_choice *ch,
+                    vx_gemm_plan *out)
 {
-    const int V = nr / vec;
-    const int64_t full = m / mr, rest = m % mr;
-    double per_panel = (double)full * tile_cycles(mr, V, a_in_place) +
-                       (rest ? tile_cycles((int)rest, V, a_in_place) : 0.0);
-    return per_panel * (double)cdiv(n, nr);
-}
-
-/* Vector registers a family's widest tile holds: accumulators, B vectors
- * and the broadcast. */
-static int tile_registers(const vx_ukernel_set *set, const vx_ukernel_family *F)
-{
-    const int V = F->nr / set->vec_floats;
-    return F->mr_max * V + V + 1;
-}
-
-static int pick_family(const vx_ukernel_set *set, int64_t m, int64_t n, int a_in_place, int want_nr)
-{
-    int best = 0;
-    double best_c = 0;
-    for (int f = 0; f < set->nfamilies; f++) {
-        const vx_ukernel_family *F = &set->families[f];
-        if (want_nr) {
-            if (F->nr == want_nr)
-                return f;
-            continue;
-        }
-        double c = family_cycles(m, n, F->mr_max, F->nr, set->vec_floats, a_in_place);
-        /* On near-ties prefer a tile that leaves the compiler a spare register
-         * (the full ones, 30x16 and 14x8, spill), then the wider tile:
-         * fewer, longer B loads per FMA. */
-        const int roomy = tile_registers(set, F) < set->vec_registers;
-        const int best_roomy = tile_registers(set, &set->families[best]) < set->vec_registers;
-        /* Within 3 %: closer than this model can tell tiles apart. */
-        const int tie = c <= best_c * 1.03 && c >= best_c * 0.97;
-        if (f == 0 || c < best_c * 0.97 ||
-            (tie && (roomy > best_roomy || (roomy == best_roomy && F->nr > set->families[best].nr)))) {
-            best = f;
-            best_c = c;
-        }
-    }
-    return best;
-}
-
-/* Pick threads_m x threads_n = t minimising the busiest thread's time in
- * flop-equivalents: its tiles' FMAs plus what it must pack. Splitting n
- * makes every thread pack all of A's rows; splitting m, all of B. */
-static void pick_grid(int64_t m, int64_t n, int64_t k, int mr, int nr, int packs, int t,
-                      int *tm_out, int *tn_out)
-{
-    const int64_t rt = cdiv(m, mr), ct = cdiv(n, nr);
-    if (t > rt * ct)
-        t = (int)(rt * ct);
-    int best_tm = 1, best_tn = 1;
-    double best_cost = -1;
-    for (int tm = 1; tm <= t; tm++) {
-        if (t % tm)
-            continue;
-        const int tn = t / tm;
-        if (tm > rt || tn > ct)
-            continue;
-        const double rows = (double)cdiv(rt, tm) * mr, cols = (double)cdiv(ct, tn) * nr;
-        double cost = 2.0 * rows * cols * (double)k;
-        if (packs)
-            cost += PACK_FLOPS_PER_FLOAT * (rows + cols) * (double)k;
-        if (best_cost < 0 || cost < best_cost * 0.999) {
-            best_cost = cost;
-            best_tm = tm;
-            best_tn = tn;
-        }
-    }
-    *tm_out = best_tm;
-    *tn_out = best_tn;
-}
-
-static void plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out);
-
-/* A per-thread memo of recent plans, so a repeated shape costs a lookup
- * (the analyzer issue replaces it with a shared, bounded table). Entries
- * made under an override are never reused. */
-enum { MEMO_SLOTS = 64 };
-typedef struct {
-    int64_t m, n, k;
-    int flags; /* b_unit | a_unit << 1 | isa << 2 | threads << 4; 0 = empty */
-    vx_gemm_plan plan;
-} memo_entry;
-static _Thread_local memo_entry t_memo[MEMO_SLOTS];
-
-void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out)
-{
-    if (g_have_override) {
-        plan_gemm(s, isa, max_threads, out);
-        return;
-    }
-    const int flags = (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int)isa << 2) |
-                      (max_threads << 4);
-    const uint64_t h = ((uint64_t)s->m * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)s->n * 0xC2B2AE3D27D4EB4Full) ^
-                       ((uint64_t)s->k * 0x165667B19E3779F9ull) ^ (uint64_t)flags;
-    memo_entry *e = &t_memo[(h >> 32) % MEMO_SLOTS];
-    if (e->flags == flags && e->m == s->m && e->n == s->n && e->k == s->k) {
-        *out = e->plan;
-        return;
-    }
-    plan_gemm(s, isa, max_threads, out);
-    e->m = s->m;
-    e->n = s->n;
-    e->k = s->k;
-    e->flags = flags;
-    e->plan = *out;
-}
-
-static void plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out)
-{
-    const vx_hw_info *hw = vx_hw();
-    const vx_ukernel_set *set = vx_ukernels(isa);
-    const vx_gemm_plan *ov = g_have_override ? &g_override : NULL;
+    const vx_l1_cand *b = &M->cand.l1[ch->l1];
+    const vx_l0_cand *t = &M->cand.l0[b->l0];
+    const vx_l2_cand g = M->cand.l2[ch->l2];
+    static const vx_path path_of_mode[VX_LOAD_MODES] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DIRECT };
     memset(out, 0, sizeof *out);
     out->isa = isa;
+    out->path = path_of_mode[b->mode];
+    out->family = t->fam;
+    out->mr = t->m;
+    out->nr = M->desc.fam[t->fam].n;
+    out->kc = vx_cost_kc(b->kc, s->k);
+    out->mc = b->mc;
+    out->nc = b->nc;
+    out->threads_m = g.tm;
+    out->threads_n = g.tn;
+    out->threads = g.tm * g.tn;
+}
 
-    /* L0 and path. Small problems, and those where one operand is thin
-     * enough that packing it would cost more than it saves, run in place. */
-    const int64_t m = s->m, n = s->n, k = s->k;
-    const double flops = 2.0 * (double)m * (double)n * (double)k;
-    /* In place when A is small enough to stay in L2 while B streams past it
-     * once (packing B would cost a full extra pass over it), when B is thin,
-     * or when the whole problem is too small to amortise any packing. */
-    const double a_bytes = (double)m * (double)k * sizeof(float);
-    const int tiny = flops <= 2.0 * 48 * 48 * 48;
-    int in_place = a_bytes <= (double)hw->l2_bytes / 4 || n <= 2 * set->vec_floats || tiny;
-    out->path = ov && ov->path ? ov->path : in_place ? VX_PATH_DIRECT : VX_PATH_PACKED;
+/* The plan every shape can fall back on if the model cannot be built (out
+ * of memory): the widest family's largest tile, packed, one thread. */
+static void fallback_plan(const vx_gemm_shape *s, vx_isa isa, vx_gemm_plan *out)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    const vx_ukernel_family *F = &set->families[set->nfamilies - 1];
+    memset(out, 0, sizeof *out);
+    out->isa = isa;
+    out->path = VX_PATH_PACKED;
+    out->family = set->nfamilies - 1;
+    out->mr = F->mr_max;
+    out->nr = F->nr;
+    out->kc = vx_cost_kc(256, s->k);
+    out->mc = F->mr_max * 16;
+    out->nc = F->nr * 16;
+    out->threads_m = out->threads_n = out->threads = 1;
+}
+
+static int same_plan(const vx_gemm_plan *a, const vx_gemm_plan *b)
+{
+    return a->path == b->path && a->family == b->family && a->mr == b->mr && a->kc == b->kc &&
+           a->mc == b->mc && a->nc == b->nc && a->threads_m == b->threads_m && a->threads_n == b->threads_n;
+}
+
+/* Blocks larger than the problem behave like the problem: clip them so
+ * plans that would run identically compare equal. */
+static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
+{
+    const int64_t m_up = (s->m + p->mr - 1) / p->mr * p->mr, n_up = (s->n + p->nr - 1) / p->nr * p->nr;
+    if (p->mc > m_up)
+        p->mc = m_up;
+    if (p->nc > n_up)
+        p->nc = n_up;
+}
+
+int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_plan *out, int max)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(isa);
+    if (max < 1)
+        return 0;
+    if (!M) {
+        fallback_plan(s, isa, &out[0].plan);
+        out[0].predicted_ns = 0;
+        return 1;
+    }
+    vx_problem p;
+    problem_of(s, &p);
+    if (max_threads < 1)
+        max_threads = 1;
+    if (max == 1) {
+        vx_choice ch;
+        if (vx_cost_search(&M->desc, &M->cand, &p, max_threads, &ch, 1, NULL) < 1) {
+            fallback_plan(s, isa, &out[0].plan);
+            out[0].predicted_ns = 0;
+            return 1;
+        }
+        plan_of(M, s, isa, &ch, &out[0].plan);
+        out[0].predicted_ns = ch.ns;
+        return 1;
+    }
+    /* Everything, then drop plans that would run identically. */
+    const int all = M->cand.n1 * M->cand.n2;
+    vx_choice *ch = malloc(sizeof *ch * (size_t)(all > 0 ? all : 1));
+    if (!ch) {
+        fallback_plan(s, isa, &out[0].plan);
+        out[0].predicted_ns = 0;
+        return 1;
+    }
+    const int got = vx_cost_search(&M->desc, &M->cand, &p, max_threads, ch, all, NULL);
+    int distinct = 0;
+    for (int i = 0; i < got; i++) {
+        vx_gemm_plan pl;
+        plan_of(M, s, isa, &ch[i], &pl);
+        clip_blocks(s, &pl);
+        int dup = 0;
+        for (int j = 0; j < distinct && j < max && !dup; j++)
+            dup = same_plan(&out[j].plan, &pl);
+        if (dup)
+            continue;
+        /* Beyond max only count: compare against those kept is enough for
+         * the ones kept; the count may include a few duplicates past max. */
+        if (distinct < max) {
+            out[distinct].plan = pl;
+            out[distinct].predicted_ns = ch[i].ns;
+        }
+        distinct++;
+    }
+    free(ch);
+    if (distinct == 0) {
+        fallback_plan(s, isa, &out[0].plan);
+        out[0].predicted_ns = 0;
+        return 1;
+    }
+    return distinct;
+}
+
+/* The override replaces the fields it names. Path, nr and mr change which
+ * kernels run; blocks and the grid are taken as given. */
+static void apply_override(const vx_gemm_shape *s, const vx_gemm_plan *ov, vx_gemm_plan *out)
+{
+    const vx_ukernel_set *set = vx_ukernels(out->isa);
+    if (ov->path)
+        out->path = ov->path;
     if (out->path == VX_PATH_DIRECT && !s->b_unit_stride)
         out->path = VX_PATH_PACK_B;
-
+    if (ov->nr)
+        for (int f = 0; f < set->nfamilies; f++)
+            if (set->families[f].nr == ov->nr) {
+                out->family = f;
+                out->nr = ov->nr;
+            }
+    const int mr_max = set->families[out->family].mr_max;
+    if (ov->mr)
+        out->mr = ov->mr;
+    if (out->mr > mr_max)
+        out->mr = mr_max;
+    if (ov->kc)
+        out->kc = ov->kc;
+    if (ov->mc)
+        out->mc = ov->mc;
+    if (ov->nc)
+        out->nc = ov->nc;
     if (out->path == VX_PATH_PACKED) {
-        /* Big blocks: the tile with the best FMA-to-load ratio that still
-         * leaves registers for B, i.e. the model's choice for a large square
-         * (the same for every shape, so worked out once per ISA). */
-        static int packed_family[VX_ISA_COUNT] = { -1, -1 };
-        int f = ov && ov->nr ? -1 : __atomic_load_n(&packed_family[isa], __ATOMIC_RELAXED);
-        if (f < 0) {
-            f = pick_family(set, 4096, 4096, 0, ov ? ov->nr : 0);
-            if (!(ov && ov->nr))
-                __atomic_store_n(&packed_family[isa], f, __ATOMIC_RELAXED);
-        }
-        out->family = f;
+        if (out->mc < out->mr)
+            out->mc = out->mr;
+        if (out->nc < out->nr)
+            out->nc = out->nr;
+        out->mc = out->mc / out->mr * out->mr;
+        out->nc = out->nc / out->nr * out->nr;
     } else {
-        out->family = pick_family(set, m, n, 1, ov ? ov->nr : 0);
+        out->mc = ov->mc ? out->mc / out->mr * out->mr : 0;
+        out->nc = ov->nc ? (out->nc < out->nr ? out->nr : out->nc / out->nr * out->nr) : 0;
     }
-    const vx_ukernel_family *F = &set->families[out->family];
-    out->nr = F->nr;
-    out->mr = ov && ov->mr ? (ov->mr <= F->mr_max ? ov->mr : F->mr_max) : F->mr_max;
-
-    /* In place with many row blocks: copy each kc x nr panel of B once and
-     * let every row block read it contiguously, rather than walk B's rows
-     * ldb apart again and again (m = 80, n = 3072, k = 768 on 2 threads: 79
-     * -> 127 GFLOP/s). With a few row blocks the copy does not pay. */
-    if (out->path == VX_PATH_DIRECT && !(ov && ov->path) && !tiny && cdiv(m, out->mr) > DIRECT_MAX_ROW_BLOCKS)
-        out->path = VX_PATH_PACK_B;
-
-    /* L1. Measured on the 2-core AVX-512 machine (benchmarks/NOTES.md):
-     * long k blocks win, since each C tile is loaded and stored once per
-     * block; kc is capped where a kc x nr B panel passes a quarter of L2,
-     * and k is split into equal blocks so the last one is not a sliver. The
-     * in-place paths use the same kc: keeping their B block in L1 (kc ~ 96
-     * for nr = 64) measured 10-15% slower. mc x kc (the packed A block)
-     * fills half of L2, kc x nc (the packed B block) half of this core's
-     * share of L3. */
-    const int64_t fl = (int64_t)sizeof(float);
-    int64_t kc_max = imax(128, imin(512, (hw->l2_bytes / 4) / (out->nr * fl)));
-    int64_t kblocks = cdiv(k, kc_max);
-    int64_t kc = (cdiv(k, kblocks) + 7) & ~(int64_t)7;
-    int64_t mc = imax(out->mr, ((hw->l2_bytes / 2) / (kc * fl)) / out->mr * out->mr);
-    int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / imax(1, hw->l3_cores) : hw->l2_bytes;
-    int64_t nc = imax(out->nr, imin(4096, (l3_share / 2) / (kc * fl)) / out->nr * out->nr);
-    out->kc = ov && ov->kc ? ov->kc : kc;
-    out->mc = ov && ov->mc ? imax(out->mr, ov->mc / out->mr * out->mr) : mc;
-    out->nc = ov && ov->nc ? imax(out->nr, ov->nc / out->nr * out->nr) : nc;
-
-    /* L2: more threads only when each gets enough work to pay the wake-up. */
-    int t = max_threads < 1 ? 1 : max_threads;
-    const double min_flops_per_thread = 2.0 * 96 * 96 * 96;
-    while (t > 1 && flops / t < min_flops_per_thread)
-        t--;
-    out->threads = t;
-    if (ov && (ov->threads_m || ov->threads_n)) {
+    if (ov->threads_m || ov->threads_n) {
         out->threads_m = ov->threads_m ? ov->threads_m : 1;
         out->threads_n = ov->threads_n ? ov->threads_n : 1;
         out->threads = ov->threads ? ov->threads : out->threads_m * out->threads_n;
-    } else if (t == 1) {
-        out->threads_m = out->threads_n = 1;
-    } else {
-        pick_grid(m, n, k, out->mr, out->nr, out->path == VX_PATH_PACKED, t, &out->threads_m,
-                  &out->threads_n);
-        out->threads = out->threads_m * out->threads_n;
+    } else if (ov->threads) {
+        out->threads = ov->threads;
     }
+}
+
+void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out)
+{
+    if (max_threads < 1)
+        max_threads = 1;
+    if (atomic_load_explicit(&g_have_override, memory_order_acquire)) {
+        vx_priced_plan best;
+        vx_gemm_rank(s, isa, max_threads, &best, 1);
+        *out = best.plan;
+        apply_override(s, &g_override, out);
+        return;
+    }
+    const vx_plan_key key = { s->m, s->n, s->k,
+                              (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int64_t)isa << 2) |
+                                  ((int64_t)(s->pool_warm != 0) << 4) | ((int64_t)max_threads << 5) };
+    if (vx_plan_cache_get(&key, out))
+        return;
+    vx_priced_plan best;
+    vx_gemm_rank(s, isa, max_threads, &best, 1);
+    *out = best.plan;
+    vx_plan_cache_put(&key, out);
 }
 
 void vx_plan_set_override(const vx_gemm_plan *o)
 {
     if (o) {
         g_override = *o;
-        g_have_override = 1;
+        atomic_store_explicit(&g_have_override, 1, memory_order_release);
     } else {
+        atomic_store_explicit(&g_have_override, 0, memory_order_release);
         memset(&g_override, 0, sizeof g_override);
-        g_have_override = 0;
     }
 }
 
 void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
 {
     static const char *paths[] = { "auto", "packed", "pack_b", "direct" };
-    snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d threads=%d",
-             paths[p->path & 3], vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->mc,
-             (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n, p->threads);
+    if (p->path == VX_PATH_PACKED)
+        snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d threads=%d",
+                 paths[p->path & 3], vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->mc,
+                 (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n, p->threads);
+    else
+        snprintf(buf, (size_t)len, "%s %s %dx%d kc=%lld grid=%dx%d threads=%d", paths[p->path & 3],
+                 vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->kc, p->threads_m, p->threads_n,
+                 p->threads);
 }

@@ -20,6 +20,7 @@ typedef struct {
     int64_t m, n, k;
     int b_unit_stride;    /* B[p][j+1] is next to B[p][j] */
     int a_unit_stride;    /* A[i][p+1] is next to A[i][p] */
+    int pool_warm;        /* the thread pool's workers still spin (vx_pool_warm) */
 } vx_gemm_shape;
 
 typedef struct {

@@ -30,6 +30,7 @@ static int g_nthreads;
 static int g_caller_core;                        /* where worker 0 (the caller) runs */
 static int g_ncores;
 static atomic_uint g_generation;
+static _Atomic unsigned long long g_last_end;   /* TSC when the last region ended, 0 none */
 static atomic_int g_pending;                     /* workers yet to finish */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
@@ -93,6 +94,14 @@ static int ensure_workers(int n)
     return usable < n ? usable : n;
 }
 
+int vx_pool_warm(void)
+{
+    const unsigned long long last = atomic_load_explicit(&g_last_end, memory_order_relaxed);
+    /* a margin inside the spin window: a region started now must still find
+     * the workers spinning */
+    return last != 0 && __rdtsc() - last < SPIN_TICKS / 2;
+}
+
 int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
 {
     if (nthreads > 1 && !atomic_flag_test_and_set_explicit(&g_busy, memory_order_acquire)) {
@@ -113,6 +122,7 @@ int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
             fn(ctx, 0, nthreads);
             while (atomic_load_explicit(&g_pending, memory_order_acquire) > 0)
                 _mm_pause();
+            atomic_store_explicit(&g_last_end, __rdtsc(), memory_order_relaxed);
             atomic_flag_clear_explicit(&g_busy, memory_order_release);
             return nthreads;
         }

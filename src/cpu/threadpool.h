@@ -13,4 +13,9 @@ typedef void (*vx_task_fn)(void *ctx, int tid, int nthreads);
  * (1 when the pool is busy or a worker cannot be started). */
 int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads);
 
+/* 1 while the workers still spin after the last region (a region now
+ * starts without a sleeping thread to wake), 0 when they have gone to sleep
+ * or never started. The analyzer prices a parallel region by this. */
+int vx_pool_warm(void);
+
 #endif

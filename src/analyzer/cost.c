@@ -1,0 +1,241 @@
+/* Cost model. For a plan (L0 tile, L1 block and load mode, L2 grid) and the
+ * problem m x n x k, in nanoseconds:
+ *
+ *   L2   call + (t > 1 ? parallel region : 0) + ceil(cells / t) x cell
+ *   L1   cell = copies + max(compute, streams)   operands copied into buffers
+ *                          (contiguous, prefetched: streams overlap compute)
+ *        cell = copies + compute + streams     operands read in place (rows
+ *                          a leading dimension apart, not prefetched: stalls)
+ *          copies : elements copied x max(copy rate, element / source bandwidth)
+ *          compute: L0 calls x (o + p x kb), summed over k blocks, with the
+ *                   exact edge tile for the last m0 rows (no padding)
+ *          streams: bytes each L0 call reads from outside the registers over
+ *                   the bandwidth of the memory level they come from
+ *   L0   measured t(k) = o + p k
+ *
+ * Padding enters only through the ceilings of the L2 grid and the column
+ * tiles (a ragged last column tile costs a full one). */
+#include "analyzer/cost.h"
+
+#include <math.h>
+#include <stdint.h>
+
+static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline double dmax(double a, double b) { return a > b ? a : b; }
+
+int64_t vx_cost_kc(int64_t kc, int64_t k)
+{
+    const int64_t blocks = cdiv(k, kc);
+    const int64_t kb = (cdiv(k, blocks) + 7) & ~(int64_t)7;
+    return kb < k ? kb : k;
+}
+
+/* Bandwidth (bytes/ns) of the first memory level that holds `bytes`, for a
+ * unit sharing the last level with t - 1 others. */
+static double bw_for(const vx_device_desc *d, double bytes, int t)
+{
+    for (int i = 0; i < d->nmem - 1; i++)
+        if (bytes <= (double)d->mem[i].bytes)
+            return d->mem[i].bw;
+    const double shared = d->bw_shared / t;
+    const double own = d->mem[d->nmem - 1].bw;
+    return shared < own ? shared : own;
+}
+
+/* Per-grid quantities every L1 candidate under it shares. */
+typedef struct {
+    int64_t m_c, n_c;   /* the largest cell */
+    int t;              /* units running cells */
+    double fixed;       /* call + parallel region */
+    double bw_a_home, bw_b_home;
+} grid_ctx;
+
+static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int n0, vx_l2_cand g, grid_ctx *x)
+{
+    const int64_t R = cdiv(p->m, m0), C = cdiv(p->n, n0);
+    if (g.tm > R || g.tn > C)
+        return 0;
+    x->m_c = cdiv(R, g.tm) * m0;
+    x->n_c = cdiv(C, g.tn) * n0;
+    if (x->m_c > p->m)
+        x->m_c = p->m;
+    if (x->n_c > p->n)
+        x->n_c = p->n;
+    x->t = g.tm * g.tn;
+    x->fixed = d->call_ns + (x->t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
+    const double e = d->elem_bytes;
+    x->bw_a_home = bw_for(d, e * (double)p->m * (double)p->k, x->t);
+    x->bw_b_home = bw_for(d, e * (double)p->k * (double)p->n, x->t);
+    return 1;
+}
+
+/* L0 time to cover m_c rows x cols column tiles over all of k in kblocks
+ * k blocks: every call pays o once per k block and p per k step. */
+static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
+                      int64_t kblocks)
+{
+    const vx_rate *r = F->rate[mode];
+    const int64_t full = m_c / m0, rem = m_c % m0;
+    double t = (double)full * ((double)kblocks * r[m0 - 1].o + (double)r[m0 - 1].p * (double)k);
+    if (rem)
+        t += (double)kblocks * r[rem - 1].o + (double)r[rem - 1].p * (double)k;
+    return t * (double)cols;
+}
+
+static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
+                         const vx_l1_cand *b, const grid_ctx *x)
+{
+    const double e = d->elem_bytes;
+    const int n0 = F->n;
+    const int64_t m_c = x->m_c, n_c = x->n_c, k = p->k;
+    const int64_t kb = vx_cost_kc(b->kc, k), KB = cdiv(k, kb);
+    const int64_t cols = cdiv(n_c, n0);
+    const double compute = l0_time(F, b->mode, m0, m_c, cols, k, KB);
+    const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
+    const double copy_b = (double)n_c * (double)k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
+
+    if (b->mode == VX_LOAD_COPY_AB) {
+        const int64_t mc = b->mc < m_c ? b->mc : cdiv(m_c, m0) * m0;
+        const int64_t nc = b->nc < n_c ? b->nc : cdiv(n_c, n0) * n0;
+        const int64_t MB = cdiv(m_c, mc), NB = cdiv(n_c, nc);
+        const double copy_a = (double)NB * (double)m_c * (double)k * dmax(d->copy_ns[0][p->a_trans], e / x->bw_a_home);
+        /* A block read once per column tile from its buffer; the B block once
+         * per row block from wherever it fits. */
+        const double bw_abuf = d->mem[d->buffer_level_a].bw;
+        const double bw_bbuf = bw_for(d, e * (double)kb * (double)nc, x->t);
+        const double streams = a_cell * (double)cols / bw_abuf + b_cell * (double)MB / bw_bbuf;
+        return copy_a + copy_b + dmax(compute, streams);
+    }
+    /* In place: each column tile walks all m_c rows of A's k block, from the
+     * level that holds that slice (after the first pass over it). Rows of an
+     * in-place operand lie a leading dimension apart, and the kernels do not
+     * prefetch them: reads from beyond the second level run at the measured
+     * strided rate and stall the kernel instead of overlapping with it (the
+     * copied paths stream contiguous buffers, which the hardware prefetches). */
+    double bw_a = bw_for(d, e * (double)m_c * (double)kb, x->t);
+    if (bw_a < d->mem[1].bw)
+        bw_a = fmin(bw_a, d->bw_strided);
+    const double a_stream = a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_a;
+    if (b->mode == VX_LOAD_COPY_B)
+        return copy_b + compute + a_stream;
+    /* B in place: the first row tile brings each kb x n0 panel in from B's
+     * home, the others re-read it from the level that holds the panel. Its
+     * rows lie ldb >= n elements apart: once that span leaves the first
+     * level, they alias in the caches' sets and defeat the prefetchers, and
+     * every read runs at the measured strided-panel rate. */
+    const int64_t rows = cdiv(m_c, m0);
+    double bw_panel = bw_for(d, e * (double)kb * n0, x->t), bw_first = x->bw_b_home;
+    if (e * (double)kb * (double)p->n > (double)d->mem[0].bytes) {
+        bw_panel = fmin(bw_panel, d->bw_strided);
+        bw_first = fmin(bw_first, d->bw_strided);
+    }
+    const double b_stream = b_cell / bw_first + b_cell * (double)(rows - 1) / bw_panel;
+    return compute + a_stream + b_stream;
+}
+
+double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l1, int l2)
+{
+    const vx_l1_cand *b = &c->l1[l1];
+    const vx_l0_cand *t = &c->l0[b->l0];
+    const vx_l0_family *F = &d->fam[t->fam];
+    grid_ctx x;
+    if ((b->mode == VX_LOAD_NONE && !p->b_in_place_ok) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
+        return -1;
+    return x.fixed + price_cell(d, p, F, t->m, b, &x);
+}
+
+/* Keep out[0..*n) sorted by ns, at most max entries. */
+static void insert(vx_choice *out, int *n, int max, vx_choice v)
+{
+    if (*n == max && v.ns >= out[max - 1].ns)
+        return;
+    int i = *n < max ? (*n)++ : max - 1;
+    while (i > 0 && out[i - 1].ns > v.ns) {
+        out[i] = out[i - 1];
+        i--;
+    }
+    out[i] = v;
+}
+
+/* A (grid, L0 tile) pair and the least any plan under it can cost: its
+ * compute with one k block plus the fixed costs. */
+typedef struct {
+    double lb;
+    int g, l0;
+} group;
+
+/* The least a plan in this group and load mode can cost: compute with one
+ * k block plus the copies that mode cannot avoid. */
+static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0, int mode,
+                         const grid_ctx *x)
+{
+    const double e = d->elem_bytes;
+    const int64_t cols = cdiv(x->n_c, F->n);
+    double lb = x->fixed + l0_time(F, mode, m0, x->m_c, cols, p->k, 1);
+    if (mode != VX_LOAD_NONE)
+        lb += (double)x->n_c * (double)p->k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
+    if (mode == VX_LOAD_COPY_AB)
+        lb += (double)x->m_c * (double)p->k * dmax(d->copy_ns[0][p->a_trans], e / x->bw_a_home);
+    return lb;
+}
+
+int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
+                   vx_choice *out, int max, int *considered_out)
+{
+    enum { MAX_GROUPS = 2048 };
+    group gs[MAX_GROUPS];
+    int considered = 0, nout = 0, ng = 0;
+    if (max < 1)
+        return 0;
+    /* Groups in order of their bound: once the cheapest plans found beat a
+     * group's bound they beat every later group's too, and the search stops
+     * (branch and bound; the answer is the exhaustive one). */
+    for (int g = 0; g < c->n2 && ng < MAX_GROUPS; g++) {
+        const vx_l2_cand G = c->l2[g];
+        if (G.tm * G.tn > max_threads)
+            continue;
+        for (int i = 0; i < c->n0 && ng < MAX_GROUPS; i++) {
+            const vx_l0_family *F = &d->fam[c->l0[i].fam];
+            grid_ctx x;
+            if (!grid_setup(d, p, c->l0[i].m, F->n, G, &x))
+                continue;
+            double lb = INFINITY;
+            for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+                if (F->modes_ok[mode] && (mode != VX_LOAD_NONE || p->b_in_place_ok))
+                    lb = fmin(lb, mode_bound(d, p, F, c->l0[i].m, mode, &x));
+            int j = ng++;
+            while (j > 0 && gs[j - 1].lb > lb) {
+                gs[j] = gs[j - 1];
+                j--;
+            }
+            gs[j] = (group){ lb, g, i };
+        }
+    }
+    for (int q = 0; q < ng; q++) {
+        const int i = gs[q].l0;
+        if (nout == max && gs[q].lb >= out[max - 1].ns) {
+            for (int r = q; r < ng; r++)
+                considered += c->l1_count[gs[r].l0];
+            break;
+        }
+        const vx_l0_cand *t = &c->l0[i];
+        const vx_l0_family *F = &d->fam[t->fam];
+        grid_ctx x;
+        grid_setup(d, p, t->m, F->n, c->l2[gs[q].g], &x);
+        double bound[VX_LOAD_MODES];
+        for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+            bound[mode] = mode_bound(d, p, F, t->m, mode, &x);
+        const int first = c->l1_first[i], end = first + c->l1_count[i];
+        for (int j = first; j < end; j++) {
+            const vx_l1_cand *b = &c->l1[j];
+            considered++;
+            if ((b->mode == VX_LOAD_NONE && !p->b_in_place_ok) || (nout == max && bound[b->mode] >= out[max - 1].ns))
+                continue;
+            const double ns = x.fixed + price_cell(d, p, F, t->m, b, &x);
+            insert(out, &nout, max, (vx_choice){ j, gs[q].g, ns });
+        }
+    }
+    if (considered_out)
+        *considered_out = considered;
+    return nout;
+}

@@ -1,0 +1,34 @@
+/* The analytical cost model (DESIGN.md "Cost model") and the search that
+ * runs it over the candidates for one call's shape. Device-neutral: it reads
+ * only the level description and the measured L0 rates. */
+#ifndef VX_ANALYZER_COST_H
+#define VX_ANALYZER_COST_H
+
+#include "analyzer/levels.h"
+
+/* One priced plan: indices into the candidate tables. */
+typedef struct {
+    int l1, l2;
+    double ns;
+} vx_choice;
+
+/* Predicted nanoseconds for the whole call with L1 candidate l1 (and its L0
+ * tile) on L2 grid l2; a negative value when the pair cannot run this
+ * problem (more cells than row or column tiles, in-place B not allowed). */
+double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l1, int l2);
+
+/* Price the candidates for problem p with at most max_threads units: write
+ * the cheapest ones (at most max) to out, cheapest first, and return how
+ * many were written; *considered (may be NULL) gets the number of plans
+ * considered. Branch and bound: (grid, L0 tile) groups are visited in order
+ * of a lower bound (compute with one k block plus the copies a load mode
+ * cannot avoid), and a group or mode whose bound is no cheaper than the
+ * max-th plan kept is skipped, which cannot change the answer. */
+int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
+                   vx_choice *out, int max, int *considered);
+
+/* The effective k block of an L1 candidate for this k: k split into equal
+ * blocks of at most kc, rounded up to a multiple of 8 (no sliver at the end). */
+int64_t vx_cost_kc(int64_t kc, int64_t k);
+
+#endif

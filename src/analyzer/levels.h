@@ -1,0 +1,123 @@
+/* The device-neutral level model (the rKernel hierarchy, DESIGN.md).
+ *
+ * A backend describes its three levels and what it measured; the analyzer
+ * (candidates.c, cost.c, search.c) builds candidates bottom-up and prices
+ * them without knowing what an AVX register or a CUDA warp is.
+ *
+ *   L0  register tile m0 x n0 (the K loop inside): measured, t(k) = o + p*k
+ *   L1  one unit's block mc x nc x kc, a multiple of its L0 tile; each
+ *       operand is either copied into the level's buffer (packing on a CPU,
+ *       shared memory on a GPU) or read in place from where it lives
+ *   L2  all units: a grid tm x tn of cells over C (parallel loops)
+ *
+ * Loop roles: at L2 the m and n loops are parallel; at L1 all loops are
+ * temporal, n (outermost) and m reuse the copied B block, k is a reduction;
+ * L0 runs k as a reduction in registers. */
+#ifndef VX_ANALYZER_LEVELS_H
+#define VX_ANALYZER_LEVELS_H
+
+#include <stdint.h>
+
+enum { VX_MAX_L0_FAMILIES = 8, VX_MAX_TILE_M = 32 };
+
+/* How L1 gets its operands. The order matches the backend's L0 variants:
+ * each load mode runs the L0 kernels that read operands where it leaves them. */
+typedef enum {
+    VX_LOAD_COPY_AB = 0,  /* A and B copied into the level's buffers */
+    VX_LOAD_COPY_B = 1,   /* B copied one n0-wide panel at a time, A in place */
+    VX_LOAD_NONE = 2,     /* both read in place */
+    VX_LOAD_MODES = 3
+} vx_load_mode;
+
+/* t(k) = o + p * k nanoseconds for one L0 call with operands in the level's
+ * fastest memory; o covers the C tile's load and store. */
+typedef struct {
+    float o, p;
+} vx_rate;
+
+/* An L0 family: tiles m x n for m = 1..m_max share n and a register cost
+ * regs(m) = regs_per_m * m + regs_fixed. */
+typedef struct {
+    int n, m_max;
+    int regs_per_m, regs_fixed;
+    vx_rate rate[VX_LOAD_MODES][VX_MAX_TILE_M]; /* [mode][m - 1]; every m <= m_max */
+    int modes_ok[VX_LOAD_MODES];               /* the backend has kernels for this mode */
+} vx_l0_family;
+
+/* One memory level an operand can live in or stream from. */
+typedef struct {
+    const char *name;
+    int64_t bytes;   /* capacity one unit can count on; INT64_MAX for the last */
+    double bw;       /* bytes per ns one unit reads */
+} vx_mem_level;
+
+typedef struct {
+    const char *name;          /* "cpu-avx512" */
+    int elem_bytes;
+    int units;                 /* L2: parallel units (cores) */
+
+    /* L0 */
+    int nfamilies;
+    vx_l0_family fam[VX_MAX_L0_FAMILIES];
+    int reg_limit;             /* registers a tile may use */
+    int acc_min;               /* accumulators below this cannot hide FMA latency */
+    int keep_per_family;       /* measured pruning: tiles kept per family */
+    double keep_rate_frac;     /* ... whose rate is at least this fraction of the family's best */
+
+    /* L1 */
+    int k_step;                /* kc is a multiple of this */
+    int kc_mult[8], nkc;       /* kc candidates = k_step * kc_mult[i] */
+    int64_t cap_a, cap_b;      /* bytes the copied A block / B block may occupy */
+    int64_t cap_slice;         /* an L0 call's A and B slices (m0 + n0) x kc must fit */
+    double fill_a[4];          /* fractions of cap_a an A block may fill (mc candidates) */
+    int nfill_a;
+    double fill_b;             /* fraction of cap_b for the B block (nc) */
+    int64_t nc_max;
+
+    /* Memory levels, fastest first; the last is shared by all units. */
+    int nmem;
+    vx_mem_level mem[4];
+    double bw_shared;          /* bytes per ns all units read from the last level */
+    double bw_strided;         /* bytes per ns re-reading an in-place panel whose rows
+                                  lie a large stride apart (set aliasing, no prefetch) */
+    int buffer_level_a;        /* the mem level a copied A block is read from */
+    double copy_ns[2][2];      /* ns per element copied: [A, B][source transposed] */
+    double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
+                                  idle (to be woken), [1] units still busy-waiting */
+    double call_ns;            /* fixed cost of a call */
+} vx_device_desc;
+
+/* Candidates, built once per device (candidates.c). */
+typedef struct {
+    int16_t fam, m;            /* L0 tile: family and rows (n = fam's n) */
+} vx_l0_cand;
+
+typedef struct {
+    int16_t l0;                /* index into l0[] (the mapping table) */
+    int8_t mode;               /* vx_load_mode */
+    int32_t mc, nc, kc;        /* mc = nc = 0: the whole cell (in-place modes) */
+} vx_l1_cand;
+
+typedef struct {
+    int16_t tm, tn;            /* grid of cells, one per unit */
+} vx_l2_cand;
+
+typedef struct {
+    int n0, n1, n2;
+    vx_l0_cand *l0;
+    vx_l1_cand *l1;            /* grouped by l0: l1_first[i] .. + l1_count[i] */
+    int *l1_first, *l1_count;
+    vx_l2_cand *l2;
+    /* what each stage kept, for vortex-info --candidates */
+    int l0_enumerated, l0_after_regs, l0_after_measure;
+} vx_candidates;
+
+/* The problem the model prices (C row-major with unit column stride). */
+typedef struct {
+    int64_t m, n, k;
+    int a_trans, b_trans;      /* operand read across its unit stride when copied */
+    int b_in_place_ok;         /* B's rows are unit-stride (VX_LOAD_NONE allowed) */
+    int units_warm;            /* the units are still busy-waiting from a recent region */
+} vx_problem;
+
+#endif

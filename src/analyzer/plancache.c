@@ -1,0 +1,85 @@
+/* A direct-mapped table of plans guarded by one sequence counter per slot
+ * (a seqlock): readers never block or write shared memory, so a hit costs a
+ * hash and a copy; a writer that finds its slot busy simply skips the
+ * insert (the next miss will try again). Every shared word is accessed
+ * atomically, so the protocol is data-race free in C11 terms. Clearing
+ * bumps a generation that every key carries, which invalidates all slots at
+ * once without touching them. */
+#include "analyzer/plancache.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+enum { SLOTS = 2048 };
+enum { KEY_WORDS = 4, PLAN_WORDS = (sizeof(vx_gemm_plan) + 7) / 8 };
+
+typedef struct {
+    _Atomic uint64_t seq; /* odd while being written */
+    _Atomic uint64_t key[KEY_WORDS];
+    _Atomic uint64_t plan[PLAN_WORDS];
+} slot;
+
+static slot g_slots[SLOTS];
+static _Atomic uint64_t g_generation = 1;
+
+static void pack_key(const vx_plan_key *k, uint64_t w[KEY_WORDS])
+{
+    w[0] = (uint64_t)k->m;
+    w[1] = (uint64_t)k->n;
+    w[2] = (uint64_t)k->k;
+    w[3] = ((uint64_t)k->flags << 20) ^ atomic_load_explicit(&g_generation, memory_order_relaxed);
+}
+
+static slot *slot_of(const uint64_t w[KEY_WORDS])
+{
+    uint64_t h = w[0] * 0x9E3779B97F4A7C15ull;
+    h ^= w[1] * 0xC2B2AE3D27D4EB4Full;
+    h ^= w[2] * 0x165667B19E3779F9ull;
+    h ^= w[3] * 0x27D4EB2F165667C5ull;
+    return &g_slots[(h ^ (h >> 29)) % SLOTS];
+}
+
+int vx_plan_cache_get(const vx_plan_key *key, vx_gemm_plan *out)
+{
+    uint64_t w[KEY_WORDS], p[PLAN_WORDS];
+    pack_key(key, w);
+    slot *s = slot_of(w);
+    const uint64_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+    if (s1 & 1)
+        return 0;
+    for (int i = 0; i < KEY_WORDS; i++)
+        if (atomic_load_explicit(&s->key[i], memory_order_relaxed) != w[i])
+            return 0;
+    for (int i = 0; i < PLAN_WORDS; i++)
+        p[i] = atomic_load_explicit(&s->plan[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1)
+        return 0;
+    memcpy(out, p, sizeof *out);
+    return 1;
+}
+
+void vx_plan_cache_put(const vx_plan_key *key, const vx_gemm_plan *pl)
+{
+    uint64_t w[KEY_WORDS], p[PLAN_WORDS] = { 0 };
+    pack_key(key, w);
+    memcpy(p, pl, sizeof *pl);
+    slot *s = slot_of(w);
+    uint64_t s0 = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if ((s0 & 1) || !atomic_compare_exchange_strong_explicit(&s->seq, &s0, s0 + 1, memory_order_acquire,
+                                                             memory_order_relaxed))
+        return;
+    atomic_thread_fence(memory_order_release);
+    for (int i = 0; i < KEY_WORDS; i++)
+        atomic_store_explicit(&s->key[i], w[i], memory_order_relaxed);
+    for (int i = 0; i < PLAN_WORDS; i++)
+        atomic_store_explicit(&s->plan[i], p[i], memory_order_relaxed);
+    atomic_store_explicit(&s->seq, s0 + 2, memory_order_release);
+}
+
+void vx_plan_cache_clear(void)
+{
+    atomic_fetch_add_explicit(&g_generation, 1, memory_order_relaxed);
+}
+
+int vx_plan_cache_slots(void) { return SLOTS; }

@@ -1,0 +1,27 @@
+/* The shared plan cache: chosen plans per (shape, strides, ISA, thread
+ * budget), in a bounded table every thread reads without locks. */
+#ifndef VX_ANALYZER_PLANCACHE_H
+#define VX_ANALYZER_PLANCACHE_H
+
+#include <stdint.h>
+
+#include "analyzer/plan.h"
+
+typedef struct {
+    int64_t m, n, k;
+    int64_t flags; /* strides, ISA and thread budget, packed by the caller */
+} vx_plan_key;
+
+/* Copy the cached plan for key into *out; 1 on a hit, 0 on a miss. */
+int vx_plan_cache_get(const vx_plan_key *key, vx_gemm_plan *out);
+
+/* Remember plan p for key, replacing whatever shared its slot. */
+void vx_plan_cache_put(const vx_plan_key *key, const vx_gemm_plan *p);
+
+/* Forget every plan (after the tuning or the model changed). */
+void vx_plan_cache_clear(void);
+
+/* Slots in the table (the bound on what it holds). */
+int vx_plan_cache_slots(void);
+
+#endif

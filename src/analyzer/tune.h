@@ -1,0 +1,111 @@
+/* What vortex-install-tune measures once per machine and the cost model
+ * reads at call time: the L0 micro-kernel rates (in cache) and the bytes per
+ * nanosecond of every load the model prices (packing, cache levels, DRAM),
+ * plus the fixed costs of a call and of waking the thread pool.
+ *
+ * The numbers live in a versioned JSON tuning file carrying a hardware
+ * fingerprint (tunefile.c). Without a usable file the library runs on
+ * defaults derived from the hardware query alone (tune.c). */
+#ifndef VX_ANALYZER_TUNE_H
+#define VX_ANALYZER_TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/hw.h"
+#include "cpu/ukernel.h"
+#include "vortex/vortex.h"
+
+#define VX_TUNE_VERSION 1
+#define VX_TUNE_MAX_FAMILIES 8
+#define VX_TUNE_MAX_MR 32
+
+/* Time of one micro-kernel call with its operands in cache:
+ *     t(k) = overhead_ns + ns_per_k * k
+ * (overhead: loading and storing the C tile, call set-up). Rates the
+ * machine did not measure keep the built-in issue-model estimate. */
+typedef struct {
+    float overhead_ns;
+    float ns_per_k;
+} vx_l0_rate;
+
+/* What must match for a tuning file to apply to this machine. */
+typedef struct {
+    char cpu_model[128];
+    int physical_cores;
+    int64_t l1d_bytes, l2_bytes, l3_bytes;
+    int has_avx2_fma, has_avx512;
+} vx_fingerprint;
+
+typedef struct {
+    int version;             /* VX_TUNE_VERSION */
+    vx_fingerprint fp;
+    char created[32];        /* ISO 8601 UTC, "" for built-in defaults */
+    int measured;            /* 1 = numbers from vortex-install-tune, 0 = built-in defaults */
+
+    /* L0: [isa][family index in vx_ukernels(isa)][variant][m - 1]. The file
+     * keys families by nr, so a file survives families being added. */
+    vx_l0_rate l0[VX_ISA_COUNT][VX_TUNE_MAX_FAMILIES][VX_UK_VARIANTS][VX_TUNE_MAX_MR];
+
+    /* L1 loads, nanoseconds per float packed. [0]: the source is read along
+     * its unit stride (A row-major along k, B row-major along n);
+     * [1]: the source is transposed (strided reads). */
+    double pack_a_ns[2];
+    double pack_b_ns[2];
+
+    /* Read bandwidth of one core from each level, bytes per nanosecond
+     * (= GB/s), and of all cores together from DRAM. */
+    double bw_l2, bw_l3, bw_dram, bw_dram_all;
+    /* Bytes per nanosecond re-reading a panel of 64-byte row pieces a
+     * page-multiple stride apart (an in-place operand at a large leading
+     * dimension): set aliasing and no prefetch across pages. */
+    double bw_strided;
+
+    /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
+     * work, join) when its workers sleep and must be woken (wake_ns) and when
+     * they still spin after a recent region (wake_warm_ns), and one dyn_gemm
+     * call's checks and plan lookup before any kernel runs. */
+    double wake_ns;
+    double wake_warm_ns;
+    double call_ns;
+} vx_tune;
+
+/* The fingerprint of this machine. */
+void vx_fingerprint_of(const vx_hw_info *hw, vx_fingerprint *fp);
+
+/* Built-in defaults from the hardware query alone (never fails). */
+void vx_tune_defaults(const vx_hw_info *hw, vx_tune *t);
+
+/* Where the tuning file is looked for and written: $VORTEX_TUNE_FILE, else
+ * $XDG_CACHE_HOME/vortex/tune.json, else $HOME/.cache/vortex/tune.json.
+ * Returns 0 and writes "" when none can be formed (no HOME). */
+int vx_tune_default_path(char *buf, size_t len);
+
+/* Read a tuning file into *t, which the caller has filled with defaults:
+ * every value the file gives (and that passes the checks) replaces one.
+ * The file must parse, carry VX_TUNE_VERSION and this machine's fingerprint,
+ * and every number must be finite and in a sane range; otherwise *t is left
+ * exactly as it was, the reason is written to why and an error returned
+ * (VX_ERR_INVALID_ARG for a bad file, VX_ERR_UNSUPPORTED for another
+ * machine's or version's). Never crashes on any input. */
+vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char *why, size_t whylen);
+
+/* Write *t atomically: to a temporary file in the same directory (created
+ * if missing), fsync, then rename over path. A failure leaves any existing
+ * file intact and says why. */
+vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t whylen);
+
+/* The tuning the library uses in this process: loaded from the default path
+ * on first use (thread-safe), else the built-in defaults, with the reason
+ * printed once under VORTEX_VERBOSE. Never NULL. */
+const vx_tune *vx_tune_active(void);
+
+/* Where the active tuning came from: the file's path, or "built-in
+ * defaults (<reason>)". */
+const char *vx_tune_source(void);
+
+/* Tests and tools: make the next vx_tune_active() reload (not thread-safe
+ * against concurrent calls). */
+void vx_tune_reset(void);
+
+#endif

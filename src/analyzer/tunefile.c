@@ -1,0 +1,335 @@
+/* The tuning file: JSON (read and written with jansson), versioned, with the
+ * fingerprint of the machine that measured it.
+ *
+ *   { "format": "vortex-tune", "version": 1, "created": "2026-11-22T21:00:00Z",
+ *     "fingerprint": { "cpu_model": ..., "physical_cores": 2, "l1d_bytes": ...,
+ *                      "l2_bytes": ..., "l3_bytes": ..., "avx2_fma": true, "avx512": false },
+ *     "l0": { "avx2": [ { "nr": 8, "ap_bp": [[o, p], ...], "as_bp": ..., "as_bs": ... }, ... ],
+ *             "avx512": [ ... ] },            rates per m = 1.., ns and ns per k step
+ *     "pack_ns": { "a": [unit, strided], "b": [unit, strided] },   ns per float
+ *     "bandwidth": { "l2": ..., "l3": ..., "dram": ..., "dram_all": ..., "strided": ... },  bytes per ns
+ *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ... }
+ *
+ * Loading is all or nothing: the whole file is checked into a copy, and only
+ * a file that passes every check replaces the defaults. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analyzer/tune.h"
+
+static const char *const variant_key[VX_UK_VARIANTS] = { "ap_bp", "as_bp", "as_bs" };
+static const char *const isa_key[VX_ISA_COUNT] = { "avx2", "avx512" };
+
+static vx_status say(vx_status s, char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static vx_status say(vx_status s, char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (why && len)
+        vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* A finite number in [lo, hi] (integers are accepted as numbers). */
+static int get_num(json_t *o, const char *key, double lo, double hi, double *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v))
+        return 0;
+    const double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+static int num_at(json_t *a, size_t i, double lo, double hi, double *out)
+{
+    json_t *v = json_array_get(a, i);
+    if (!json_is_number(v))
+        return 0;
+    const double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* Sane ranges: wide enough for any real machine, narrow enough that a value
+ * outside them is damage, not a measurement. */
+#define RATE_O_MAX 1e6   /* ns per micro-kernel call beyond the k loop */
+#define RATE_P_MAX 1e4   /* ns per k step */
+#define PACK_MAX 1e3     /* ns per float */
+#define BW_MIN 1e-2      /* bytes per ns */
+#define BW_MAX 1e5
+#define FIXED_MAX 1e8    /* ns */
+
+static vx_status check_fingerprint(json_t *fp, const vx_hw_info *hw, char *why, size_t len)
+{
+    vx_fingerprint me;
+    vx_fingerprint_of(hw, &me);
+    if (!json_is_object(fp))
+        return say(VX_ERR_INVALID_ARG, why, len, "no \"fingerprint\" object");
+    const char *model = json_string_value(json_object_get(fp, "cpu_model"));
+    double cores, l1, l2, l3;
+    json_t *avx2 = json_object_get(fp, "avx2_fma"), *avx512 = json_object_get(fp, "avx512");
+    if (!model || !get_num(fp, "physical_cores", 0, 1e6, &cores) || !get_num(fp, "l1d_bytes", 0, 1e15, &l1) ||
+        !get_num(fp, "l2_bytes", 0, 1e15, &l2) || !get_num(fp, "l3_bytes", 0, 1e15, &l3) ||
+        !json_is_boolean(avx2) || !json_is_boolean(avx512))
+        return say(VX_ERR_INVALID_ARG, why, len, "the fingerprint is incomplete or malformed");
+    if (strcmp(model, me.cpu_model) != 0)
+        return say(VX_ERR_UNSUPPORTED, why, len, "it was measured on another CPU (\"%s\", this is \"%s\")",
+                   model, me.cpu_model);
+    if ((int64_t)cores != me.physical_cores || (int64_t)l1 != me.l1d_bytes || (int64_t)l2 != me.l2_bytes ||
+        (int64_t)l3 != me.l3_bytes || json_is_true(avx2) != !!me.has_avx2_fma ||
+        json_is_true(avx512) != !!me.has_avx512)
+        return say(VX_ERR_UNSUPPORTED, why, len,
+                   "it was measured on another machine (cores, caches or ISA differ: %d cores, L1d %lld, L2 %lld, "
+                   "L3 %lld there; %d, %lld, %lld, %lld here)",
+                   (int)cores, (long long)l1, (long long)l2, (long long)l3, me.physical_cores,
+                   (long long)me.l1d_bytes, (long long)me.l2_bytes, (long long)me.l3_bytes);
+    return VX_OK;
+}
+
+/* Rates of one ISA: families keyed by nr; a family the kernel table lacks
+ * is skipped (the file may come from a build with more families). */
+static vx_status read_l0(json_t *arr, vx_isa isa, vx_tune *t, char *why, size_t len)
+{
+    if (!json_is_array(arr))
+        return say(VX_ERR_INVALID_ARG, why, len, "\"l0.%s\" is not an array", isa_key[isa]);
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    size_t i;
+    json_t *fam;
+    json_array_foreach(arr, i, fam) {
+        double nr;
+        if (!json_is_object(fam) || !get_num(fam, "nr", 1, 4096, &nr))
+            return say(VX_ERR_INVALID_ARG, why, len, "l0.%s[%zu] has no valid \"nr\"", isa_key[isa], i);
+        int f = -1;
+        for (int j = 0; j < set->nfamilies && j < VX_TUNE_MAX_FAMILIES; j++)
+            if (set->families[j].nr == (int)nr)
+                f = j;
+        if (f < 0)
+            continue;
+        for (int v = 0; v < VX_UK_VARIANTS; v++) {
+            json_t *rates = json_object_get(fam, variant_key[v]);
+            if (!rates)
+                continue;
+            if (!json_is_array(rates) || json_array_size(rates) > VX_TUNE_MAX_MR)
+                return say(VX_ERR_INVALID_ARG, why, len, "l0.%s nr=%d %s is not an array of at most %d rates",
+                           isa_key[isa], (int)nr, variant_key[v], VX_TUNE_MAX_MR);
+            size_t m;
+            json_t *r;
+            json_array_foreach(rates, m, r) {
+                double o, p;
+                if (!json_is_array(r) || json_array_size(r) != 2 || !num_at(r, 0, 0, RATE_O_MAX, &o) ||
+                    !num_at(r, 1, 1e-6, RATE_P_MAX, &p))
+                    return say(VX_ERR_INVALID_ARG, why, len,
+                               "l0.%s nr=%d %s[%zu] is not [overhead_ns, ns_per_k] within [0, %g] x [1e-6, %g]",
+                               isa_key[isa], (int)nr, variant_key[v], m, RATE_O_MAX, RATE_P_MAX);
+                if ((int)m < set->families[f].mr_max)
+                    t->l0[isa][f][v][m] = (vx_l0_rate){ (float)o, (float)p };
+            }
+        }
+    }
+    return VX_OK;
+}
+
+static int get_pair(json_t *o, const char *key, double lo, double hi, double out[2])
+{
+    json_t *a = json_object_get(o, key);
+    return json_is_array(a) && json_array_size(a) == 2 && num_at(a, 0, lo, hi, &out[0]) &&
+           num_at(a, 1, lo, hi, &out[1]);
+}
+
+vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char *why, size_t len)
+{
+    json_error_t err;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    if (!root) {
+        if (access(path, F_OK) != 0)
+            return say(VX_ERR_INVALID_ARG, why, len, "no tuning file at %s", path);
+        return say(VX_ERR_INVALID_ARG, why, len, "%s is not valid JSON (line %d: %s)", path, err.line, err.text);
+    }
+    vx_status s = VX_OK;
+    vx_tune n = *t; /* checked into a copy: all or nothing */
+    double x;
+    const char *format = json_string_value(json_object_get(root, "format"));
+    if (!json_is_object(root) || !format || strcmp(format, "vortex-tune") != 0) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s is not a Vortex tuning file", path);
+        goto out;
+    }
+    json_t *jv = json_object_get(root, "version");
+    if (!json_is_integer(jv) || json_integer_value(jv) != VX_TUNE_VERSION) {
+        char found[32] = "no version";
+        if (json_is_integer(jv))
+            snprintf(found, sizeof found, "version %lld", (long long)json_integer_value(jv));
+        s = say(VX_ERR_UNSUPPORTED, why, len, "%s has %s, this library reads format version %d", path, found,
+                VX_TUNE_VERSION);
+        goto out;
+    }
+    char fwhy[400];
+    if ((s = check_fingerprint(json_object_get(root, "fingerprint"), hw, fwhy, sizeof fwhy)) != VX_OK) {
+        say(s, why, len, "%s: %s", path, fwhy);
+        goto out;
+    }
+    const char *created = json_string_value(json_object_get(root, "created"));
+    snprintf(n.created, sizeof n.created, "%s", created ? created : "");
+
+    json_t *l0 = json_object_get(root, "l0");
+    if (l0 && !json_is_object(l0)) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"l0\" is not an object", path);
+        goto out;
+    }
+    for (int isa = 0; l0 && isa < VX_ISA_COUNT; isa++) {
+        json_t *arr = json_object_get(l0, isa_key[isa]);
+        if (arr && (s = read_l0(arr, (vx_isa)isa, &n, fwhy, sizeof fwhy)) != VX_OK) {
+            say(s, why, len, "%s: %s", path, fwhy);
+            goto out;
+        }
+    }
+    json_t *pack = json_object_get(root, "pack_ns");
+    if (pack && (!get_pair(pack, "a", 1e-6, PACK_MAX, n.pack_a_ns) || !get_pair(pack, "b", 1e-6, PACK_MAX, n.pack_b_ns))) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"pack_ns\" needs \"a\" and \"b\", two numbers in [1e-6, %g] each",
+                path, PACK_MAX);
+        goto out;
+    }
+    json_t *bw = json_object_get(root, "bandwidth");
+    if (bw && (!get_num(bw, "l2", BW_MIN, BW_MAX, &n.bw_l2) || !get_num(bw, "l3", BW_MIN, BW_MAX, &n.bw_l3) ||
+               !get_num(bw, "dram", BW_MIN, BW_MAX, &n.bw_dram) ||
+               !get_num(bw, "dram_all", BW_MIN, BW_MAX, &n.bw_dram_all) ||
+               !get_num(bw, "strided", BW_MIN, BW_MAX, &n.bw_strided))) {
+        s = say(VX_ERR_INVALID_ARG, why, len,
+                "%s: \"bandwidth\" needs l2, l3, dram, dram_all and strided in [%g, %g] bytes per ns", path, BW_MIN, BW_MAX);
+        goto out;
+    }
+    static const char *const fixed[] = { "wake_ns", "wake_warm_ns", "call_ns" };
+    double *fixed_out[] = { &n.wake_ns, &n.wake_warm_ns, &n.call_ns };
+    for (int i = 0; i < 3; i++) {
+        if (!json_object_get(root, fixed[i]))
+            continue;
+        if (!get_num(root, fixed[i], 0, FIXED_MAX, &x)) {
+            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"%s\" is not a number in [0, %g]", path, fixed[i], FIXED_MAX);
+            goto out;
+        }
+        *fixed_out[i] = x;
+    }
+    n.measured = 1;
+    *t = n;
+out:
+    json_decref(root);
+    return s;
+}
+
+static json_t *pair(double a, double b) { return json_pack("[f, f]", a, b); }
+
+static json_t *to_json(const vx_tune *t)
+{
+    json_t *l0 = json_object();
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+        json_t *fams = json_array();
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
+            json_t *fam = json_pack("{s:i}", "nr", set->families[f].nr);
+            for (int v = 0; v < VX_UK_VARIANTS; v++) {
+                json_t *rates = json_array();
+                for (int m = 1; m <= set->families[f].mr_max && m <= VX_TUNE_MAX_MR; m++) {
+                    const vx_l0_rate r = t->l0[isa][f][v][m - 1];
+                    json_array_append_new(rates, pair(r.overhead_ns, r.ns_per_k));
+                }
+                json_object_set_new(fam, variant_key[v], rates);
+            }
+            json_array_append_new(fams, fam);
+        }
+        json_object_set_new(l0, isa_key[isa], fams);
+    }
+    const vx_fingerprint *fp = &t->fp;
+    return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:I, s:I, s:I, s:b, s:b}, s:o, s:{s:o, s:o}, "
+                     "s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f}",
+                     "format", "vortex-tune", "version", t->version, "created", t->created, "fingerprint",
+                     "cpu_model", fp->cpu_model, "physical_cores", fp->physical_cores, "l1d_bytes",
+                     (json_int_t)fp->l1d_bytes, "l2_bytes", (json_int_t)fp->l2_bytes, "l3_bytes",
+                     (json_int_t)fp->l3_bytes, "avx2_fma", fp->has_avx2_fma, "avx512", fp->has_avx512, "l0", l0,
+                     "pack_ns", "a", pair(t->pack_a_ns[0], t->pack_a_ns[1]), "b",
+                     pair(t->pack_b_ns[0], t->pack_b_ns[1]), "bandwidth", "l2", t->bw_l2, "l3", t->bw_l3, "dram",
+                     t->bw_dram, "dram_all", t->bw_dram_all, "strided", t->bw_strided, "wake_ns", t->wake_ns, "wake_warm_ns", t->wake_warm_ns, "call_ns", t->call_ns);
+}
+
+/* mkdir -p of path's directory. */
+static int make_parent(const char *path)
+{
+    char dir[1024];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return -1;
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = 0;
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* The name of a value JSON cannot hold (NaN, infinity), or NULL. */
+static const char *non_finite(const vx_tune *t)
+{
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
+            for (int v = 0; v < VX_UK_VARIANTS; v++)
+                for (int m = 0; m < VX_TUNE_MAX_MR; m++)
+                    if (!isfinite(t->l0[isa][f][v][m].overhead_ns) || !isfinite(t->l0[isa][f][v][m].ns_per_k))
+                        return "an L0 rate";
+    const double *d[] = { &t->pack_a_ns[0], &t->pack_a_ns[1], &t->pack_b_ns[0], &t->pack_b_ns[1], &t->bw_l2,
+                          &t->bw_l3, &t->bw_dram, &t->bw_dram_all, &t->bw_strided, &t->wake_ns, &t->wake_warm_ns, &t->call_ns };
+    static const char *const name[] = { "pack_a_ns", "pack_a_ns", "pack_b_ns", "pack_b_ns", "bw_l2",
+                                        "bw_l3", "bw_dram", "bw_dram_all", "bw_strided", "wake_ns", "wake_warm_ns", "call_ns" };
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        if (!isfinite(*d[i]))
+            return name[i];
+    return NULL;
+}
+
+vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len)
+{
+    if (!path || !*path)
+        return say(VX_ERR_INVALID_ARG, why, len, "no path to write the tuning file to");
+    const char *bad_value = non_finite(t);
+    if (bad_value)
+        return say(VX_ERR_INVALID_ARG, why, len, "not writing %s: %s is not a finite number", path, bad_value);
+    if (make_parent(path) != 0)
+        return say(VX_ERR_INVALID_ARG, why, len, "cannot create the directory of %s: %s", path, strerror(errno));
+    char tmp[1100];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+        return say(VX_ERR_INVALID_ARG, why, len, "path too long: %s", path);
+    json_t *root = to_json(t);
+    if (!root)
+        return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        json_decref(root);
+        return say(VX_ERR_INVALID_ARG, why, len, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    int bad = json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(7)) != 0;
+    bad |= fputc('\n', f) == EOF;
+    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    json_decref(root);
+    if (bad || rename(tmp, path) != 0) {
+        const int e = errno;
+        unlink(tmp);
+        return say(VX_ERR_INVALID_ARG, why, len, "cannot write %s: %s", path, strerror(e));
+    }
+    return VX_OK;
+}

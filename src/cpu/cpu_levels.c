@@ -1,0 +1,130 @@
+#include "cpu/cpu_levels.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/candidates.h"
+#include "analyzer/hw.h"
+#include "analyzer/tune.h"
+
+/* Two FMA pipes with four cycles of latency: fewer accumulators than this
+ * leave a pipe idle whatever the loads do. */
+enum { ACCUMULATORS_MIN = 8 };
+
+/* L1d read bandwidth is not measured (the L0 rates already include it);
+ * this only has to be far above L2's so that data in L1 costs nothing
+ * extra: two 64-byte loads per cycle at ~3 GHz. */
+#define L1_BYTES_PER_NS 384.0
+
+static void describe(vx_isa isa, vx_device_desc *d)
+{
+    const vx_hw_info *hw = vx_hw();
+    const vx_tune *tu = vx_tune_active();
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    memset(d, 0, sizeof *d);
+    d->name = isa == VX_ISA_AVX512 ? "cpu-avx512" : "cpu-avx2";
+    d->elem_bytes = (int)sizeof(float);
+    d->units = hw->physical_cores > 0 ? hw->physical_cores : 1;
+
+    /* L0: every family of the generated table, its register cost (m rows of
+     * accumulators, one row of B vectors, one broadcast) and its rates. */
+    d->nfamilies = set->nfamilies < VX_MAX_L0_FAMILIES ? set->nfamilies : VX_MAX_L0_FAMILIES;
+    for (int f = 0; f < d->nfamilies; f++) {
+        const vx_ukernel_family *K = &set->families[f];
+        vx_l0_family *F = &d->fam[f];
+        const int V = K->nr / set->vec_floats;
+        F->n = K->nr;
+        F->m_max = K->mr_max < VX_MAX_TILE_M ? K->mr_max : VX_MAX_TILE_M;
+        F->regs_per_m = V;
+        F->regs_fixed = V + 1;
+        for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
+            F->modes_ok[mode] = 1; /* generated for every variant; mode order = variant order */
+            for (int m = 1; m <= F->m_max; m++) {
+                const vx_l0_rate r = tu->l0[isa][f < VX_TUNE_MAX_FAMILIES ? f : 0][mode][m - 1];
+                F->rate[mode][m - 1] = (vx_rate){ r.overhead_ns, r.ns_per_k };
+            }
+        }
+    }
+    d->reg_limit = set->vec_registers;
+    d->acc_min = ACCUMULATORS_MIN;
+    d->keep_per_family = 3;
+    d->keep_rate_frac = 0.85;
+
+    /* L1: kc from 128 to 512 (NOTES.md: long k blocks win until the B panel
+     * leaves L2; each C tile is loaded and stored once per k block); the
+     * packed A block fills a quarter or half of L2, the packed B block half
+     * of this core's share of L3. */
+    d->k_step = 64;
+    static const int kc_mult[] = { 2, 3, 4, 6, 8 };
+    d->nkc = (int)(sizeof kc_mult / sizeof kc_mult[0]);
+    memcpy(d->kc_mult, kc_mult, sizeof kc_mult);
+    const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
+    d->cap_a = hw->l2_bytes;
+    d->cap_b = l3_share > hw->l2_bytes ? l3_share : hw->l2_bytes;
+    d->cap_slice = hw->l2_bytes / 4;
+    d->fill_a[0] = 0.25;
+    d->fill_a[1] = 0.5;
+    d->nfill_a = 2;
+    d->fill_b = 0.5;
+    d->nc_max = 4096;
+
+    /* Memory levels: an operand "lives" in a level when it takes at most
+     * half of it (the other half holds everything else the loops touch). */
+    int n = 0;
+    d->mem[n++] = (vx_mem_level){ "L1", hw->l1d_bytes / 2, L1_BYTES_PER_NS };
+    d->mem[n++] = (vx_mem_level){ "L2", hw->l2_bytes / 2, tu->bw_l2 };
+    if (l3_share > 0)
+        d->mem[n++] = (vx_mem_level){ "L3", l3_share / 2, tu->bw_l3 };
+    d->mem[n++] = (vx_mem_level){ "DRAM", INT64_MAX, tu->bw_dram };
+    d->nmem = n;
+    d->bw_shared = tu->bw_dram_all;
+    d->bw_strided = tu->bw_strided;
+    d->buffer_level_a = 1;
+    d->copy_ns[0][0] = tu->pack_a_ns[0];
+    d->copy_ns[0][1] = tu->pack_a_ns[1];
+    d->copy_ns[1][0] = tu->pack_b_ns[0];
+    d->copy_ns[1][1] = tu->pack_b_ns[1];
+    d->parallel_ns[0] = tu->wake_ns;
+    d->parallel_ns[1] = tu->wake_warm_ns;
+    d->call_ns = tu->call_ns;
+}
+
+static vx_cpu_model *g_model[VX_ISA_COUNT];
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const vx_cpu_model *vx_cpu_model_get(vx_isa isa)
+{
+    if ((unsigned)isa >= VX_ISA_COUNT)
+        return NULL;
+    vx_cpu_model *m = __atomic_load_n(&g_model[isa], __ATOMIC_ACQUIRE);
+    if (m)
+        return m;
+    pthread_mutex_lock(&g_mu);
+    m = g_model[isa];
+    if (!m && (m = calloc(1, sizeof *m))) {
+        describe(isa, &m->desc);
+        if (vx_candidates_build(&m->desc, &m->cand) != 0) {
+            free(m);
+            m = NULL;
+        } else {
+            __atomic_store_n(&g_model[isa], m, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+    return m;
+}
+
+void vx_cpu_model_reset(void)
+{
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < VX_ISA_COUNT; i++) {
+        vx_cpu_model *m = g_model[i];
+        g_model[i] = NULL;
+        if (m) {
+            vx_candidates_free(&m->cand);
+            free(m);
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+}

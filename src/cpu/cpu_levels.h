@@ -1,0 +1,24 @@
+/* The CPU backend's description of its levels for the analyzer: L0 families
+ * from the generated kernel table with the rates vortex-install-tune
+ * measured, L1 capacities and bandwidths from the hardware query and the
+ * tuning, L2 units = physical cores. Built once per ISA. */
+#ifndef VX_CPU_CPU_LEVELS_H
+#define VX_CPU_CPU_LEVELS_H
+
+#include "analyzer/levels.h"
+#include "cpu/ukernel.h"
+
+typedef struct {
+    vx_device_desc desc;
+    vx_candidates cand;
+} vx_cpu_model;
+
+/* The model for an ISA (thread-safe; built on first use from vx_hw() and
+ * vx_tune_active()). NULL only when memory runs out. */
+const vx_cpu_model *vx_cpu_model_get(vx_isa isa);
+
+/* Tests and tools: forget the built models so the next use rebuilds them
+ * (after vx_tune_reset). Not thread-safe against concurrent calls. */
+void vx_cpu_model_reset(void);
+
+#endif

@@ -1,0 +1,414 @@
+/* Install-time measurements of the CPU levels. Everything is timed as the
+ * minimum over repeated trials (the fastest trial is the one the machine did
+ * not disturb), on the calling thread pinned to one core.
+ *
+ *   L0      every micro-kernel (ISA x family x variant x m) at three k in
+ *           cache; t(k) = o + p k fitted by least squares
+ *   L1      packing A and B from an L2-resident source, unit-stride and
+ *           transposed, in ns per float
+ *   memory  one core's read bandwidth from a buffer sized to half of L2,
+ *           half of its L3 share and well past L3; all cores from DRAM
+ *   fixed   one empty parallel region on the pool; one 1x1x1 dyn_gemm */
+#include "cpu/cpu_tune.h"
+
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyzer/hw.h"
+#include "cpu/pack.h"
+#include "cpu/threadpool.h"
+#include "cpu/ukernel.h"
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void *aligned(size_t bytes)
+{
+    void *p = NULL;
+    return posix_memalign(&p, 64, (bytes + 63) & ~(size_t)63) == 0 ? p : NULL;
+}
+
+static void fill(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)((i * 7 + 3) % 17) * 0.01f - 0.08f;
+}
+
+/* ---------------------------------------------------------------- L0 --- */
+
+enum { NK = 3 };
+static const int64_t k_points[NK] = { 32, 128, 384 };
+enum { K_MAX = 384, MR_LIMIT = 32, NR_LIMIT = 128 };
+
+/* In-place operands are timed in cache at compact strides (A rows k
+ * apart, B rows nr apart), like the packed ones: the L0 rate is the
+ * kernel's. What a caller's large leading dimension costs on top (conflict
+ * misses, no prefetch across pages) is a memory-level quantity, measured
+ * once as the strided panel bandwidth below. */
+
+typedef struct {
+    float *a, *b, *c;
+} l0_buffers;
+
+/* ns per call of one kernel at depth k, operands in cache. */
+static double time_kernel(vx_ukernel_fn fn, int v, int m, int nr, int64_t k, const l0_buffers *B, int trials)
+{
+    /* about 400k flops (some 20 us) per trial, at least 4 calls */
+    int64_t reps = 400000 / (2 * (int64_t)m * nr * k + 1);
+    if (reps < 4)
+        reps = 4;
+    const int64_t a_rs = k, a_cs = 1, b_rs = nr; /* ignored by the packed operands */
+    (void)v;
+    double best = 1e300;
+    for (int t = 0; t < trials; t++) {
+        const double t0 = now_ns();
+        for (int64_t r = 0; r < reps; r++)
+            fn(k, B->a, a_rs, a_cs, B->b, b_rs, B->c, nr, nr, 1.0f, 1.0f);
+        const double dt = (now_ns() - t0) / (double)reps;
+        if (dt < best)
+            best = dt;
+    }
+    return best;
+}
+
+/* Least-squares line through (k_i, t_i). */
+static vx_l0_rate fit(const double *t)
+{
+    double sk = 0, st = 0, skk = 0, skt = 0;
+    for (int i = 0; i < NK; i++) {
+        const double k = (double)k_points[i];
+        sk += k;
+        st += t[i];
+        skk += k * k;
+        skt += k * t[i];
+    }
+    double p = (NK * skt - sk * st) / (NK * skk - sk * sk);
+    double o = (st - p * sk) / NK;
+    if (p <= 1e-6)
+        p = t[NK - 1] / (double)k_points[NK - 1];
+    if (o < 0)
+        o = 0;
+    return (vx_l0_rate){ (float)o, (float)p };
+}
+
+static int count_kernels(const vx_hw_info *hw)
+{
+    int n = 0;
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+        if ((isa == VX_ISA_AVX2 && !hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && !hw->has_avx512))
+            continue;
+        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
+            n += VX_UK_VARIANTS * set->families[f].mr_max;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ memory --- */
+
+/* Sum of a buffer, read with 256-bit loads (every x86 Vortex runs on has
+ * AVX2); four independent accumulators keep the adds off the critical path. */
+__attribute__((target("avx2"))) static float read_pass(const float *p, size_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+        s0 = _mm256_add_ps(s0, _mm256_load_ps(p + i));
+        s1 = _mm256_add_ps(s1, _mm256_load_ps(p + i + 8));
+        s2 = _mm256_add_ps(s2, _mm256_load_ps(p + i + 16));
+        s3 = _mm256_add_ps(s3, _mm256_load_ps(p + i + 24));
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+}
+
+static volatile float g_sink;
+
+/* Bytes per ns one thread reads from a buffer of `bytes` (already warmed). */
+static double read_bw(const float *p, size_t bytes, int passes)
+{
+    const size_t n = bytes / sizeof(float);
+    g_sink = read_pass(p, n);
+    double best = 1e300;
+    for (int i = 0; i < passes; i++) {
+        const double t0 = now_ns();
+        g_sink = read_pass(p, n);
+        const double dt = now_ns() - t0;
+        best = dt < best ? dt : best;
+    }
+    return (double)bytes / best;
+}
+
+/* Bytes per ns re-reading a panel of `rows` 64-byte row pieces that lie
+ * `stride` bytes apart, the way the in-place kernels walk B: one piece per
+ * k step, the whole panel again for every row tile. At page-multiple strides
+ * the pieces alias in the caches' sets and the prefetchers stop at every
+ * page, so this is far below the streaming bandwidth. */
+__attribute__((target("avx2"))) static double strided_panel_bw(const float *p, int rows, size_t stride, int passes)
+{
+    const size_t step = stride / sizeof(float);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    double best = 1e300;
+    for (int pass = -1; pass < passes; pass++) {
+        const double t0 = now_ns();
+        for (int rep = 0; rep < 16; rep++)
+            for (int r = 0; r < rows; r++) {
+                s0 = _mm256_add_ps(s0, _mm256_load_ps(p + (size_t)r * step));
+                s1 = _mm256_add_ps(s1, _mm256_load_ps(p + (size_t)r * step + 8));
+            }
+        const double dt = now_ns() - t0;
+        if (pass >= 0 && dt < best)
+            best = dt;
+    }
+    float out[8];
+    _mm256_storeu_ps(out, _mm256_add_ps(s0, s1));
+    g_sink = out[0];
+    return 16.0 * rows * 64.0 / best;
+}
+
+typedef struct {
+    const float *p;
+    size_t bytes;
+    int core, passes;
+    pthread_barrier_t *bar;
+    double ns;
+} dram_job;
+
+static void *dram_reader(void *arg)
+{
+    dram_job *j = arg;
+    vx_hw_bind_thread_to_core(j->core);
+    const size_t n = j->bytes / sizeof(float);
+    g_sink = read_pass(j->p, n);
+    double best = 1e300;
+    for (int i = 0; i < j->passes; i++) {
+        pthread_barrier_wait(j->bar);
+        const double t0 = now_ns();
+        g_sink = read_pass(j->p, n);
+        const double dt = now_ns() - t0;
+        best = dt < best ? dt : best;
+    }
+    j->ns = best;
+    return NULL;
+}
+
+/* Bytes per ns all cores read together, each from its own buffer. */
+static double dram_bw_all(float *big, size_t bytes, int cores, int passes)
+{
+    if (cores > 64)
+        cores = 64;
+    dram_job jobs[64];
+    pthread_t th[64];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)cores);
+    const size_t each = bytes / (size_t)cores / 64 * 64;
+    int started = 0;
+    for (int c = 0; c < cores; c++) {
+        jobs[c] = (dram_job){ big + each / sizeof(float) * (size_t)c, each, c, passes, &bar, 0 };
+        if (pthread_create(&th[c], NULL, dram_reader, &jobs[c]) != 0)
+            break;
+        started++;
+    }
+    double worst = 0;
+    for (int c = 0; c < started; c++) {
+        pthread_join(th[c], NULL);
+        worst = jobs[c].ns > worst ? jobs[c].ns : worst;
+    }
+    pthread_barrier_destroy(&bar);
+    if (started < cores) /* cannot happen in practice; the barrier would hang */
+        return 0;
+    return worst > 0 ? (double)each * started / worst : 0;
+}
+
+/* ------------------------------------------------------------- fixed --- */
+
+static void empty_task(void *ctx, int tid, int n)
+{
+    (void)ctx;
+    (void)tid;
+    (void)n;
+}
+
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            const double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
+/* --------------------------------------------------------------- all --- */
+
+typedef struct {
+    const vx_cpu_tune_opts *o;
+    int done, total;
+} progress;
+
+static void step(progress *pr, const char *what)
+{
+    if (pr->o->progress)
+        pr->o->progress(pr->o->progress_ctx, pr->done, pr->total, what);
+    pr->done++;
+}
+
+vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
+{
+    const vx_hw_info *hw = vx_hw();
+    const int trials = o->quick ? 5 : 60;
+    const int nkern = count_kernels(hw);
+    enum { OTHER_STEPS = 7 };
+    progress pr = { o, 0, nkern + OTHER_STEPS };
+    vx_hw_bind_thread_to_core(0);
+
+    l0_buffers B;
+    B.a = aligned(sizeof(float) * MR_LIMIT * K_MAX);
+    B.b = aligned(sizeof(float) * K_MAX * NR_LIMIT);
+    B.c = aligned(sizeof(float) * MR_LIMIT * NR_LIMIT);
+    const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
+    size_t big_bytes = (size_t)(hw->l3_bytes > 0 ? 4 * hw->l3_bytes : 64 * hw->l2_bytes);
+    if (big_bytes < ((size_t)256 << 20))
+        big_bytes = (size_t)256 << 20;
+    float *big = aligned(big_bytes);
+    if (!B.a || !B.b || !B.c || !big) {
+        free(B.a);
+        free(B.b);
+        free(B.c);
+        free(big);
+        return VX_ERR_NO_MEMORY;
+    }
+    fill(B.a, MR_LIMIT * K_MAX);
+    fill(B.b, K_MAX * NR_LIMIT);
+    fill(B.c, MR_LIMIT * NR_LIMIT);
+    fill(big, big_bytes / sizeof(float));
+
+    /* L0 */
+    static const char *const vname[VX_UK_VARIANTS] = { "packed A, packed B", "A in place, packed B",
+                                                       "A and B in place" };
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+        if ((isa == VX_ISA_AVX2 && !hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && !hw->has_avx512))
+            continue;
+        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
+            const vx_ukernel_family *F = &set->families[f];
+            for (int v = 0; v < VX_UK_VARIANTS; v++)
+                for (int m = 1; m <= F->mr_max && m <= VX_TUNE_MAX_MR; m++) {
+                    char what[96];
+                    snprintf(what, sizeof what, "L0 %s %dx%d, %s", set->name, m, F->nr, vname[v]);
+                    step(&pr, what);
+                    double ts[NK];
+                    for (int i = 0; i < NK; i++)
+                        ts[i] = time_kernel(F->kern[v][m - 1], v, m, F->nr, k_points[i], &B, trials);
+                    t->l0[isa][f][v][m - 1] = fit(ts);
+                }
+        }
+    }
+
+    /* L1 loads: pack an L2-resident block, as the packed path does, with
+     * the middle family's tile (the rates barely depend on it). */
+    step(&pr, "packing rates");
+    {
+        const vx_ukernel_set *set = vx_ukernels(hw->has_avx512 ? VX_ISA_AVX512 : VX_ISA_AVX2);
+        const vx_ukernel_family *F = &set->families[set->nfamilies / 2];
+        const int64_t rows = 96, kb = 256, ld = 320;
+        float *src = big, *dst = big + (size_t)ld * 512;
+        const int reps = o->quick ? 20 : 80;
+        double best[2][2] = { { 1e300, 1e300 }, { 1e300, 1e300 } };
+        for (int r = 0; r < reps; r++)
+            for (int tr = 0; tr < 2; tr++) {
+                double t0 = now_ns();
+                vx_pack_a(rows, kb, src, tr ? 1 : ld, tr ? ld : 1, F->mr_max, dst);
+                double dt = now_ns() - t0;
+                best[0][tr] = dt < best[0][tr] ? dt : best[0][tr];
+                t0 = now_ns();
+                vx_pack_b(kb, rows, src, tr ? 1 : ld, tr ? ld : 1, F->nr, dst);
+                dt = now_ns() - t0;
+                best[1][tr] = dt < best[1][tr] ? dt : best[1][tr];
+            }
+        for (int tr = 0; tr < 2; tr++) {
+            t->pack_a_ns[tr] = best[0][tr] / (double)(rows * kb);
+            t->pack_b_ns[tr] = best[1][tr] / (double)(rows * kb);
+        }
+    }
+
+    /* Memory levels, one core. */
+    const int passes = o->quick ? 3 : 8;
+    step(&pr, "L2 read bandwidth");
+    t->bw_l2 = read_bw(big, (size_t)hw->l2_bytes / 2, passes * 20);
+    step(&pr, "L3 read bandwidth");
+    t->bw_l3 = l3_share > 0 ? read_bw(big, (size_t)l3_share / 2, passes * 4) : t->bw_l2;
+    step(&pr, "strided panel read bandwidth");
+    /* a 384-deep panel with rows 8 KiB apart (2048 floats: a common layer
+     * width, and the worst case for set aliasing) */
+    t->bw_strided = strided_panel_bw(big, 384, 8192, passes * 4);
+    step(&pr, "DRAM read bandwidth, one core");
+    t->bw_dram = read_bw(big, big_bytes, passes);
+    step(&pr, "DRAM read bandwidth, all cores");
+    const double all = dram_bw_all(big, big_bytes, hw->physical_cores > 0 ? hw->physical_cores : 1, passes);
+    t->bw_dram_all = all > t->bw_dram ? all : t->bw_dram;
+    if (t->bw_l3 < t->bw_dram)
+        t->bw_l3 = t->bw_dram;
+    if (t->bw_l2 < t->bw_l3)
+        t->bw_l2 = t->bw_l3;
+
+    /* Fixed costs. The parallel region is timed after an idle gap longer
+     * than the workers' spin, so they sleep and must be woken, as in a
+     * server between requests; back-to-back regions (spinning workers) cost
+     * far less, but pricing them so sent small shapes to two threads that
+     * then waited tens of microseconds for a futex wake. */
+    step(&pr, "call and parallel-region costs");
+    {
+        enum { SAMPLES = 301 };
+        double v[SAMPLES];
+        const int nt = hw->physical_cores > 1 ? hw->physical_cores : 1;
+        for (int i = 0; i < 50; i++)
+            vx_pool_run(empty_task, NULL, nt);
+        for (int i = 0; i < SAMPLES; i++) {
+            const double t0 = now_ns();
+            for (int r = 0; r < 10; r++)
+                vx_pool_run(empty_task, NULL, nt);
+            v[i] = (now_ns() - t0) / 10;
+        }
+        t->wake_warm_ns = nt > 1 ? median(v, SAMPLES) : 0;
+        const int wakes = o->quick ? 31 : 101;
+        for (int i = 0; i < wakes; i++) {
+            const struct timespec gap = { 0, 1000000 }; /* 1 ms: past the spin */
+            nanosleep(&gap, NULL);
+            const double t0 = now_ns();
+            vx_pool_run(empty_task, NULL, nt);
+            v[i] = now_ns() - t0;
+        }
+        t->wake_ns = nt > 1 ? median(v, wakes) : 0;
+        float a = 0.5f, b = 0.25f, c = 0;
+        for (int i = 0; i < 1000; i++)
+            dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+        for (int i = 0; i < SAMPLES; i++) {
+            const double t0 = now_ns();
+            for (int r = 0; r < 100; r++)
+                dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+            v[i] = (now_ns() - t0) / 100;
+        }
+        t->call_ns = median(v, SAMPLES);
+    }
+    pr.done = pr.total;
+    step(&pr, "done");
+
+    free(B.a);
+    free(B.b);
+    free(B.c);
+    free(big);
+    t->measured = 1;
+    return VX_OK;
+}

@@ -1,0 +1,241 @@
+/* The analyzer: the candidate generator's invariants, the search (pruning
+ * never changes the answer, ranked plans are sorted and every one of them
+ * computes the right result), and the shared plan cache (hits return what
+ * was stored, concurrent first calls on a cold cache agree with the
+ * uncached choice, no torn plan is ever read). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/cost.h"
+#include "analyzer/plancache.h"
+#include "analyzer/select.h"
+#include "cpu/cpu_levels.h"
+#include "ref.h"
+#include "vt_isa.h"
+
+#define TMO 200.0
+
+/* ------------------------------------------------------------------ */
+/* Generator invariants                                                */
+/* ------------------------------------------------------------------ */
+
+VT_ISA_TEST(candidates, invariants, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M, "no model for %s", vt_isa_name(vt_isa));
+    const vx_device_desc *d = &M->desc;
+    const vx_candidates *c = &M->cand;
+    cr_assert(c->n0 > 0 && c->n1 > 0 && c->n2 > 0, "empty level: L0 %d, L1 %d, L2 %d", c->n0, c->n1, c->n2);
+    cr_assert(c->l0_enumerated >= c->l0_after_regs && c->l0_after_regs >= c->l0_after_measure &&
+                  c->l0_after_measure >= c->n0,
+              "stage counts must shrink: %d -> %d -> %d -> %d", c->l0_enumerated, c->l0_after_regs,
+              c->l0_after_measure, c->n0);
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    for (int i = 0; i < c->n0; i++) {
+        const vx_l0_cand *t = &c->l0[i];
+        cr_assert(t->fam >= 0 && t->fam < set->nfamilies, "L0 %d: family %d", i, t->fam);
+        const vx_l0_family *F = &d->fam[t->fam];
+        cr_assert_eq(F->n, set->families[t->fam].nr, "L0 %d: n %d != kernel nr", i, F->n);
+        cr_assert(t->m >= 1 && t->m <= set->families[t->fam].mr_max, "L0 %d: m %d past the kernels", i, t->m);
+        cr_assert(F->regs_per_m * t->m + F->regs_fixed <= d->reg_limit, "L0 %dx%d needs %d registers > %d",
+                  t->m, F->n, F->regs_per_m * t->m + F->regs_fixed, d->reg_limit);
+        cr_assert(F->regs_per_m * t->m >= d->acc_min, "L0 %dx%d has too few accumulators", t->m, F->n);
+        cr_assert(c->l1_count[i] > 0, "L0 %dx%d has no L1 candidate using it", t->m, F->n);
+        for (int j = i + 1; j < c->n0; j++)
+            cr_assert(!(c->l0[j].fam == t->fam && c->l0[j].m == t->m), "L0 %dx%d listed twice", t->m, F->n);
+    }
+    /* The mapping table: L1 candidates grouped by the L0 tile they use, and
+     * each one an integer multiple of it that fits its level. */
+    int covered = 0;
+    for (int i = 0; i < c->n0; i++) {
+        cr_assert_eq(c->l1_first[i], covered, "L1 group of L0 %d starts at %d, expected %d", i, c->l1_first[i],
+                     covered);
+        covered += c->l1_count[i];
+    }
+    cr_assert_eq(covered, c->n1, "groups cover %d of %d L1 candidates", covered, c->n1);
+    for (int i = 0; i < c->n0; i++)
+        for (int j = c->l1_first[i]; j < c->l1_first[i] + c->l1_count[i]; j++) {
+            const vx_l1_cand *b = &c->l1[j];
+            const int64_t m0 = c->l0[i].m, n0 = d->fam[c->l0[i].fam].n, e = d->elem_bytes;
+            cr_assert_eq(b->l0, i, "L1 %d maps to L0 %d but sits in group %d", j, b->l0, i);
+            cr_assert(b->kc > 0 && b->kc % d->k_step == 0, "L1 %d: kc %d not a multiple of %d", j, b->kc,
+                      d->k_step);
+            cr_assert((m0 + n0) * b->kc * e <= d->cap_slice, "L1 %d: L0 slices of %lldx%lld at kc %d overflow %lld",
+                      j, (long long)m0, (long long)n0, b->kc, (long long)d->cap_slice);
+            if (b->mode == VX_LOAD_COPY_AB) {
+                cr_assert(b->mc >= m0 && b->mc % m0 == 0, "L1 %d: mc %d not a multiple of m0 %lld", j, b->mc,
+                          (long long)m0);
+                cr_assert(b->nc >= n0 && b->nc % n0 == 0, "L1 %d: nc %d not a multiple of n0 %lld", j, b->nc,
+                          (long long)n0);
+                cr_assert((int64_t)b->mc * b->kc * e <= d->cap_a, "L1 %d: A block %dx%d overflows %lld bytes", j,
+                          b->mc, b->kc, (long long)d->cap_a);
+                cr_assert((int64_t)b->kc * b->nc * e <= d->cap_b, "L1 %d: B block %dx%d overflows %lld bytes", j,
+                          b->kc, b->nc, (long long)d->cap_b);
+                /* utilisation kept away from the low extreme: at least
+                 * half of the smallest fill (rounding down to m0) */
+                cr_assert((double)b->mc * b->kc * e >= 0.5 * d->fill_a[0] * (double)d->cap_a - (double)m0 * b->kc * e,
+                          "L1 %d: A block %dx%d fills too little of %lld bytes", j, b->mc, b->kc,
+                          (long long)d->cap_a);
+            } else {
+                cr_assert(b->mc == 0 && b->nc == 0, "in-place L1 %d carries blocks %dx%d", j, b->mc, b->nc);
+            }
+        }
+    for (int g = 0; g < c->n2; g++)
+        cr_assert(c->l2[g].tm >= 1 && c->l2[g].tn >= 1 && c->l2[g].tm * c->l2[g].tn <= d->units,
+                  "L2 grid %dx%d for %d units", c->l2[g].tm, c->l2[g].tn, d->units);
+}
+
+/* ------------------------------------------------------------------ */
+/* Search                                                              */
+/* ------------------------------------------------------------------ */
+
+static const int64_t dims[] = { 1, 3, 16, 17, 31, 64, 97, 128, 255, 513, 1000, 3072 };
+enum { NDIMS = sizeof dims / sizeof dims[0], RANK_MAX = 8192 };
+
+/* Branch and bound (max = 1) must find exactly the cheapest plan of the
+ * exhaustive ranking. */
+VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
+{
+    vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
+    cr_assert_not_null(all);
+    for (int i = 0; i < NDIMS; i++)
+        for (int j = 0; j < NDIMS; j += 2)
+            for (int l = 1; l < NDIMS; l += 3)
+                for (int t = 1; t <= 2; t++) {
+                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0};
+                    vx_priced_plan one;
+                    vx_gemm_rank(&s, vt_isa, t, &one, 1);
+                    const int n = vx_gemm_rank(&s, vt_isa, t, all, RANK_MAX);
+                    cr_assert(n >= 1 && n <= RANK_MAX, "rank returned %d", n);
+                    for (int r = 1; r < n && r < RANK_MAX; r++)
+                        cr_assert(all[r].predicted_ns >= all[r - 1].predicted_ns,
+                                  "ranking not sorted at %d for %lldx%lldx%lld", r, (long long)s.m,
+                                  (long long)s.n, (long long)s.k);
+                    cr_assert(one.predicted_ns > 0, "non-positive prediction %g", one.predicted_ns);
+                    const double rel = (one.predicted_ns - all[0].predicted_ns) / all[0].predicted_ns;
+                    char a[160], b[160];
+                    vx_plan_describe(&one.plan, a, sizeof a);
+                    vx_plan_describe(&all[0].plan, b, sizeof b);
+                    cr_assert(rel > -1e-9 && rel < 1e-9,
+                              "m=%lld n=%lld k=%lld t=%d: pruned search chose [%s] %.1f ns, exhaustive [%s] %.1f ns",
+                              (long long)s.m, (long long)s.n, (long long)s.k, t, a, one.predicted_ns, b,
+                              all[0].predicted_ns);
+                }
+    free(all);
+}
+
+/* Every plan the model can rank runs correctly: force each one on shapes
+ * with ragged edges and several k blocks. */
+VT_ISA_TEST(search, every_ranked_plan_is_correct, TMO)
+{
+    static const int64_t shapes[][3] = { { 37, 45, 300 }, { 61, 130, 1030 }, { 5, 200, 77 } };
+    vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
+    cr_assert_not_null(all);
+    vx_set_num_threads(2);
+    int checked = 0;
+    for (int s_i = 0; s_i < 3; s_i++) {
+        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0};
+        const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
+        /* every plan on the smallest shape, a stride through the others */
+        const int step = s_i == 2 ? 1 : 7;
+        for (int r = 0; r < n && r < RANK_MAX; r += step) {
+            vx_plan_set_override(&all[r].plan);
+            char tag[200];
+            vx_plan_describe(&all[r].plan, tag, sizeof tag);
+            vt_case c = vt_case_make(s.m, s.n, s.k);
+            c.beta = r % 2 ? 0.3f : 0.0f;
+            c.cinit = r % 2 ? VT_C_RANDOM : VT_C_NAN;
+            c.seed = (uint64_t)r * 31 + (uint64_t)s_i;
+            c.tag = tag;
+            vt_check(&c);
+            checked++;
+        }
+    }
+    vx_plan_set_override(NULL);
+    free(all);
+    cr_assert(checked >= 20, "only %d plans checked", checked);
+}
+
+/* ------------------------------------------------------------------ */
+/* Plan cache                                                          */
+/* ------------------------------------------------------------------ */
+
+Test(plancache, hit_returns_what_was_put_and_clear_forgets)
+{
+    vx_gemm_plan p, q;
+    memset(&p, 0, sizeof p);
+    p.isa = VX_ISA_AVX2;
+    p.path = VX_PATH_PACK_B;
+    p.family = 1;
+    p.mr = 5;
+    p.nr = 16;
+    p.kc = 264;
+    p.threads_m = 2;
+    p.threads_n = 1;
+    p.threads = 2;
+    const vx_plan_key k1 = { 123, 456, 789, 5 }, k2 = { 123, 456, 789, 6 };
+    vx_plan_cache_put(&k1, &p);
+    cr_assert(vx_plan_cache_get(&k1, &q), "miss right after put");
+    cr_assert(memcmp(&p, &q, sizeof p) == 0, "hit returned a different plan");
+    cr_assert(!vx_plan_cache_get(&k2, &q), "a key differing in flags hit");
+    vx_plan_cache_clear();
+    cr_assert(!vx_plan_cache_get(&k1, &q), "hit after clear");
+}
+
+enum { CONC_THREADS = 8, CONC_SHAPES = 300 };
+static vx_gemm_plan g_expect[CONC_SHAPES];
+static vx_isa g_isa;
+static pthread_barrier_t g_bar;
+
+static vx_gemm_shape conc_shape(int i)
+{
+    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0};
+}
+
+static void *conc_worker(void *arg)
+{
+    const int id = (int)(intptr_t)arg;
+    long bad = 0;
+    pthread_barrier_wait(&g_bar);
+    for (int rep = 0; rep < 3; rep++)
+        for (int j = 0; j < CONC_SHAPES; j++) {
+            const int i = (j + id * 17) % CONC_SHAPES;
+            const vx_gemm_shape s = conc_shape(i);
+            vx_gemm_plan p;
+            vx_plan_gemm(&s, g_isa, 2, &p);
+            if (memcmp(&p, &g_expect[i], sizeof p) != 0)
+                bad++;
+        }
+    return (void *)bad;
+}
+
+/* Eight threads plan the same 300 shapes at once on a cold cache (and then
+ * again, hitting it while others overwrite colliding slots): every plan must
+ * equal the one the model chooses without the cache. */
+VT_ISA_TEST(plancache, concurrent_first_calls, TMO)
+{
+    g_isa = vt_isa;
+    for (int i = 0; i < CONC_SHAPES; i++) {
+        const vx_gemm_shape s = conc_shape(i);
+        vx_priced_plan r;
+        vx_gemm_rank(&s, vt_isa, 2, &r, 1);
+        g_expect[i] = r.plan;
+    }
+    vx_plan_cache_clear();
+    pthread_t th[CONC_THREADS];
+    pthread_barrier_init(&g_bar, NULL, CONC_THREADS);
+    for (int t = 0; t < CONC_THREADS; t++)
+        cr_assert_eq(pthread_create(&th[t], NULL, conc_worker, (void *)(intptr_t)t), 0);
+    long bad = 0;
+    for (int t = 0; t < CONC_THREADS; t++) {
+        void *r;
+        pthread_join(th[t], &r);
+        bad += (long)r;
+    }
+    pthread_barrier_destroy(&g_bar);
+    cr_assert_eq(bad, 0, "%ld of %d concurrent plans differed from the uncached choice", bad,
+                 CONC_THREADS * 3 * CONC_SHAPES);
+}

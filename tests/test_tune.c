@@ -1,0 +1,597 @@
+/* The tuning file and the active tuning: a saved file loads back with every
+ * value, saves are atomic, every kind of damaged or foreign file is refused
+ * without touching the caller's struct, the library falls back to its
+ * built-in defaults (and still computes correctly) when the file is bad, a
+ * good file reaches the cost model, and the default path follows the
+ * documented environment variables.
+ *
+ * Each test gets its own fresh directory (mkdtemp) removed afterwards. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analyzer/hw.h"
+#include "analyzer/tune.h"
+#include "cpu/cpu_levels.h"
+#include "ref.h"
+
+/* ------------------------------------------------------------------ */
+/* Scratch directory                                                   */
+/* ------------------------------------------------------------------ */
+
+static char g_dir[512];
+
+static void make_scratch(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/vt-tune-XXXXXX", base && *base ? base : "/tmp");
+    cr_assert_not_null(mkdtemp(g_dir), "mkdtemp(%s) failed: %s", g_dir, strerror(errno));
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Runs after a failed assertion too, so a failing test leaves nothing. */
+static void remove_scratch(void)
+{
+    if (g_dir[0])
+        nftw(g_dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(tune, .init = make_scratch, .fini = remove_scratch, .timeout = 100.0);
+
+/* g_dir/name */
+static void scratch_path(char *buf, size_t len, const char *name)
+{
+    const int n = snprintf(buf, len, "%s/%s", g_dir, name);
+    cr_assert(n > 0 && (size_t)n < len, "scratch path %s/%s does not fit %zu bytes", g_dir, name, len);
+}
+
+/* ------------------------------------------------------------------ */
+/* File text helpers                                                   */
+/* ------------------------------------------------------------------ */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s: %s", path, strerror(errno));
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    const long n = ftell(f);
+    cr_assert(n >= 0, "ftell(%s) failed", path);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n, "short read of %s", path);
+    fclose(f);
+    buf[n] = 0;
+    if (len)
+        *len = (size_t)n;
+    return buf;
+}
+
+static void spit(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot create %s: %s", path, strerror(errno));
+    cr_assert_eq(fwrite(data, 1, len, f), len, "short write to %s", path);
+    cr_assert_eq(fclose(f), 0, "closing %s failed", path);
+}
+
+static int in_number(char c)
+{
+    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
+}
+
+/* Where `from` occurs in text as a whole token: an end of `from` that is
+ * part of a number must not continue into more of a number in the text
+ * (so "1" does not match inside "13.75"). */
+static const char *find_token(const char *text, const char *from, const char *after)
+{
+    const size_t n = strlen(from);
+    for (const char *p = strstr(after, from); p; p = strstr(p + 1, from)) {
+        if (in_number(from[0]) && p > text && in_number(p[-1]))
+            continue;
+        if (in_number(from[n - 1]) && in_number(p[n]))
+            continue;
+        return p;
+    }
+    return NULL;
+}
+
+/* A copy of text with its one occurrence of `from` replaced by `to`. Exactly
+ * one occurrence is required: the edited file must differ from the good one
+ * in exactly one place, so the check that refuses it is the one meant. */
+static char *edit(const char *text, const char *from, const char *to)
+{
+    const char *p = find_token(text, from, text);
+    cr_assert_not_null(p, "test setup: \"%s\" is not in the saved file", from);
+    cr_assert_null(find_token(text, from, p + 1), "test setup: \"%s\" occurs more than once in the saved file",
+                   from);
+    const size_t head = (size_t)(p - text), nf = strlen(from), nt = strlen(to), tail = strlen(p + nf);
+    char *out = malloc(head + nt + tail + 1);
+    cr_assert_not_null(out);
+    memcpy(out, text, head);
+    memcpy(out + head, to, nt);
+    memcpy(out + head + nt, p + nf, tail + 1);
+    return out;
+}
+
+/* Name of a leftover temporary file in dir ("" if none). */
+static void find_tmp_leftover(const char *dir, char *name, size_t len)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "cannot list %s: %s", dir, strerror(errno));
+    name[0] = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".tmp.")) {
+            snprintf(name, len, "%s", e->d_name);
+            break;
+        }
+    closedir(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* A distinctive tuning                                                */
+/* ------------------------------------------------------------------ */
+
+/* One AVX2 rate (family 0, ap_bp, m = 1) and several scalars get values no
+ * built-in default produces and that print exactly in the file, so the bad
+ * file edits below can find each as text in exactly one place. */
+#define MARK_O 11.25f
+#define MARK_O_TEXT "11.25"
+#define MARK_P 0.3671875f
+#define MARK_P_TEXT "0.3671875"
+#define BW_L2 123.25
+#define BW_L2_TEXT "123.25"
+#define BW_DRAM 13.75
+#define BW_DRAM_TEXT "13.75"
+#define WAKE 4321.5
+#define WAKE_TEXT "4321.5"
+#define CALL 87.25
+#define CALL_TEXT "87.25"
+#define CREATED "2031-04-05T06:07:08Z"
+
+/* Defaults with every AVX2 rate replaced by a pattern (offset by `shift`, so
+ * two different distinctive tunings can be told apart) and the marked
+ * values above. */
+static void distinctive(vx_tune *t, double shift)
+{
+    memset(t, 0, sizeof *t);
+    vx_tune_defaults(vx_hw(), t);
+    const vx_ukernel_set *set = vx_ukernels(VX_ISA_AVX2);
+    for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
+        for (int v = 0; v < VX_UK_VARIANTS; v++)
+            for (int m = 1; m <= set->families[f].mr_max && m <= VX_TUNE_MAX_MR; m++)
+                t->l0[VX_ISA_AVX2][f][v][m - 1] =
+                    (vx_l0_rate){ (float)(shift + 20.0 + 3.0 * f + v + m / 32.0),
+                                  (float)(shift / 100.0 + 0.25 + 0.01 * f + 0.001 * v + 0.0001 * m) };
+    if (shift == 0) {
+        t->l0[VX_ISA_AVX2][0][0][0] = (vx_l0_rate){ MARK_O, MARK_P };
+        t->bw_l2 = BW_L2;
+        t->bw_dram = BW_DRAM;
+        t->wake_ns = WAKE;
+        t->call_ns = CALL;
+    } else {
+        t->bw_l2 = BW_L2 + shift;
+        t->bw_dram = BW_DRAM + shift;
+        t->wake_ns = WAKE + shift;
+        t->call_ns = CALL + shift;
+    }
+    t->pack_a_ns[0] = 0.0123 + shift / 1000;
+    t->pack_a_ns[1] = 0.0456 + shift / 1000;
+    t->pack_b_ns[0] = 0.0789 + shift / 1000;
+    t->pack_b_ns[1] = 0.321 + shift / 1000;
+    t->bw_l3 = 67.5 + shift;
+    t->bw_dram_all = 41.5 + shift;
+    snprintf(t->created, sizeof t->created, "%s", shift == 0 ? CREATED : "2032-01-02T03:04:05Z");
+}
+
+/* The file holds 7 significant digits. */
+static int close_rel(double want, double got)
+{
+    return fabs(want - got) <= 1e-6 * fmax(fabs(want), fabs(got));
+}
+
+/* Every value the file carries must have come back (`what` names the
+ * comparison in messages). */
+static void expect_same_values(const vx_tune *want, const vx_tune *got, const char *what)
+{
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
+            for (int v = 0; v < VX_UK_VARIANTS; v++)
+                for (int m = 1; m <= set->families[f].mr_max && m <= VX_TUNE_MAX_MR; m++) {
+                    const vx_l0_rate w = want->l0[isa][f][v][m - 1], g = got->l0[isa][f][v][m - 1];
+                    cr_assert(close_rel(w.overhead_ns, g.overhead_ns) && close_rel(w.ns_per_k, g.ns_per_k),
+                              "%s: l0 %s nr=%d variant %d m=%d: expected {%.9g, %.9g}, found {%.9g, %.9g}", what,
+                              set->name, set->families[f].nr, v, m, w.overhead_ns, w.ns_per_k, g.overhead_ns,
+                              g.ns_per_k);
+                }
+    }
+    const struct {
+        const char *name;
+        double want, got;
+    } s[] = {
+        { "pack_a_ns[0]", want->pack_a_ns[0], got->pack_a_ns[0] },
+        { "pack_a_ns[1]", want->pack_a_ns[1], got->pack_a_ns[1] },
+        { "pack_b_ns[0]", want->pack_b_ns[0], got->pack_b_ns[0] },
+        { "pack_b_ns[1]", want->pack_b_ns[1], got->pack_b_ns[1] },
+        { "bw_l2", want->bw_l2, got->bw_l2 },
+        { "bw_l3", want->bw_l3, got->bw_l3 },
+        { "bw_dram", want->bw_dram, got->bw_dram },
+        { "bw_dram_all", want->bw_dram_all, got->bw_dram_all },
+        { "wake_ns", want->wake_ns, got->wake_ns },
+        { "call_ns", want->call_ns, got->call_ns },
+    };
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+        cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
+                  s[i].got);
+    cr_assert_str_eq(got->created, want->created, "%s: created: expected \"%s\", found \"%s\"", what,
+                     want->created, got->created);
+    cr_assert_eq(got->version, VX_TUNE_VERSION, "%s: version: expected %d, found %d", what, VX_TUNE_VERSION,
+                 got->version);
+    cr_assert(memcmp(&got->fp, &want->fp, sizeof got->fp) == 0,
+              "%s: the fingerprint changed (cpu_model \"%s\" -> \"%s\", cores %d -> %d)", what, want->fp.cpu_model,
+              got->fp.cpu_model, want->fp.physical_cores, got->fp.physical_cores);
+}
+
+static void save_ok(const char *path, const vx_tune *t)
+{
+    char why[512] = "";
+    const vx_status s = vx_tune_save(path, t, why, sizeof why);
+    cr_assert_eq(s, VX_OK, "vx_tune_save(%s): expected VX_OK, found %s (%s)", path, vx_status_string(s), why);
+}
+
+/* Load into fresh defaults; the load must succeed. */
+static void load_ok(const char *path, vx_tune *t)
+{
+    char why[512] = "";
+    memset(t, 0, sizeof *t);
+    vx_tune_defaults(vx_hw(), t);
+    const vx_status s = vx_tune_load(path, vx_hw(), t, why, sizeof why);
+    cr_assert_eq(s, VX_OK, "vx_tune_load(%s): expected VX_OK, found %s (%s)", path, vx_status_string(s), why);
+}
+
+/* ------------------------------------------------------------------ */
+/* Save and load                                                       */
+/* ------------------------------------------------------------------ */
+
+Test(tune, round_trip_keeps_every_value)
+{
+    vx_tune saved, loaded;
+    distinctive(&saved, 0);
+    /* two directory levels that do not exist yet: save must create both */
+    char dir[600], path[700];
+    scratch_path(dir, sizeof dir, "sub/dir");
+    snprintf(path, sizeof path, "%s/tune.json", dir);
+    struct stat st;
+    cr_assert(stat(dir, &st) != 0, "test setup: %s exists already", dir);
+    save_ok(path, &saved);
+    cr_assert(stat(path, &st) == 0 && S_ISREG(st.st_mode), "expected a regular file at %s after saving", path);
+
+    load_ok(path, &loaded);
+    expect_same_values(&saved, &loaded, "round trip");
+    cr_assert_eq(loaded.measured, 1, "measured: expected 1 after loading a file, found %d", loaded.measured);
+    /* the marked rate in particular (the one the edits below damage) */
+    cr_assert(close_rel(loaded.l0[VX_ISA_AVX2][0][0][0].overhead_ns, MARK_O) &&
+                  close_rel(loaded.l0[VX_ISA_AVX2][0][0][0].ns_per_k, MARK_P),
+              "avx2 family 0 ap_bp m=1: expected {%g, %g}, found {%g, %g}", MARK_O, MARK_P,
+              loaded.l0[VX_ISA_AVX2][0][0][0].overhead_ns, loaded.l0[VX_ISA_AVX2][0][0][0].ns_per_k);
+
+    char left[256];
+    find_tmp_leftover(dir, left, sizeof left);
+    cr_assert_str_empty(left, "expected no temporary file left in %s after saving, found %s", dir, left);
+}
+
+Test(tune, resave_replaces_the_file)
+{
+    vx_tune first, second, loaded;
+    distinctive(&first, 0);
+    distinctive(&second, 5);
+    char path[600];
+    scratch_path(path, sizeof path, "tune.json");
+    save_ok(path, &first);
+    load_ok(path, &loaded);
+    expect_same_values(&first, &loaded, "first save");
+
+    save_ok(path, &second);
+    load_ok(path, &loaded);
+    expect_same_values(&second, &loaded, "second save over the first");
+
+    char left[256];
+    find_tmp_leftover(g_dir, left, sizeof left);
+    cr_assert_str_empty(left, "expected no temporary file left in %s after two saves, found %s", g_dir, left);
+}
+
+/* "A failure leaves any existing file intact": a tuning the file cannot
+ * represent (NaN has no JSON form) must be refused without touching the
+ * file already there. */
+Test(tune, failed_save_keeps_the_old_file)
+{
+    vx_tune good, bad, loaded;
+    distinctive(&good, 0);
+    distinctive(&bad, 5);
+    bad.bw_l2 = NAN;
+    char path[600], why[512] = "";
+    scratch_path(path, sizeof path, "tune.json");
+    save_ok(path, &good);
+    size_t n0, n1;
+    char *before = slurp(path, &n0);
+
+    const vx_status s = vx_tune_save(path, &bad, why, sizeof why);
+    cr_assert_neq(s, VX_OK, "saving a tuning with bw_l2 = NaN: expected an error, found VX_OK");
+    cr_assert_str_not_empty(why, "saving a tuning with bw_l2 = NaN failed (%s) without a reason", vx_status_string(s));
+    char *after = slurp(path, &n1);
+    cr_assert(n0 == n1 && memcmp(before, after, n0) == 0,
+              "the failed save changed %s (%zu bytes before, %zu after)", path, n0, n1);
+    load_ok(path, &loaded);
+    expect_same_values(&good, &loaded, "file after a failed save");
+    char left[256];
+    find_tmp_leftover(g_dir, left, sizeof left);
+    cr_assert_str_empty(left, "expected no temporary file left after a failed save, found %s", left);
+    free(before);
+    free(after);
+}
+
+/* A non-finite value is a bad measurement, not a lack of memory: the
+ * reason must point at the data (vortex-install-tune prints it to the
+ * user, who would otherwise hunt for a memory problem). */
+Test(tune, failed_save_names_the_real_reason)
+{
+    vx_tune bad;
+    distinctive(&bad, 0);
+    bad.bw_l2 = NAN;
+    char path[600], why[512] = "";
+    scratch_path(path, sizeof path, "tune.json");
+    const vx_status s = vx_tune_save(path, &bad, why, sizeof why);
+    cr_assert_neq(s, VX_OK, "saving a tuning with bw_l2 = NaN: expected an error, found VX_OK");
+    cr_assert(s != VX_ERR_NO_MEMORY && strstr(why, "out of memory") == NULL,
+              "saving a tuning with bw_l2 = NaN: expected an error naming the non-finite value, found %s (\"%s\")",
+              vx_status_string(s), why);
+}
+
+/* ------------------------------------------------------------------ */
+/* Bad files                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Loading `path` must fail with `expect` (VX_OK here: any error will do),
+ * say why, and leave *t exactly as it was (a fresh defaults struct). */
+static void expect_refused(const char *what, const char *path, vx_status expect)
+{
+    vx_tune t, before;
+    memset(&t, 0, sizeof t);
+    vx_tune_defaults(vx_hw(), &t);
+    memcpy(&before, &t, sizeof t);
+    /* the reason goes into the middle of a larger buffer: nothing may be
+     * written outside the length given */
+    char buf[600];
+    memset(buf, 'x', sizeof buf);
+    char *why = buf + 32;
+    why[0] = 0;
+    const size_t whylen = 512;
+
+    const vx_status s = vx_tune_load(path, vx_hw(), &t, why, whylen);
+    cr_assert_neq(s, VX_OK, "%s: expected vx_tune_load to refuse the file, found VX_OK", what);
+    if (expect != VX_OK)
+        cr_assert_eq(s, expect, "%s: expected %s, found %s (%s)", what, vx_status_string(expect),
+                     vx_status_string(s), why);
+    cr_assert(memchr(why, 0, whylen) != NULL, "%s: the reason is not terminated within %zu bytes", what, whylen);
+    cr_assert_str_not_empty(why, "%s: refused (%s) without a reason", what, vx_status_string(s));
+    for (size_t i = 0; i < 32; i++)
+        cr_assert_eq(buf[i], 'x', "%s: the reason was written before its buffer", what);
+    for (size_t i = 32 + whylen; i < sizeof buf; i++)
+        cr_assert_eq(buf[i], 'x', "%s: the reason was written past its %zu bytes", what, whylen);
+    cr_assert(memcmp(&t, &before, sizeof t) == 0,
+              "%s: the refused file (%s) changed the struct (bw_l2 %g -> %g, wake_ns %g -> %g, measured %d -> %d, "
+              "avx2 rate {%g, %g} -> {%g, %g})",
+              what, why, before.bw_l2, t.bw_l2, before.wake_ns, t.wake_ns, before.measured, t.measured,
+              before.l0[0][0][0][0].overhead_ns, before.l0[0][0][0][0].ns_per_k, t.l0[0][0][0][0].overhead_ns,
+              t.l0[0][0][0][0].ns_per_k);
+}
+
+/* Writes the good text with one edit and expects it refused. */
+static void expect_edit_refused(const char *good, const char *what, const char *from, const char *to,
+                                vx_status expect)
+{
+    char path[600];
+    scratch_path(path, sizeof path, "bad.json");
+    char *text = edit(good, from, to);
+    spit(path, text, strlen(text));
+    free(text);
+    expect_refused(what, path, expect);
+}
+
+Test(tune, every_bad_file_is_refused_cleanly)
+{
+    vx_tune t;
+    distinctive(&t, 0);
+    char good_path[600], path[600];
+    scratch_path(good_path, sizeof good_path, "good.json");
+    scratch_path(path, sizeof path, "bad.json");
+    save_ok(good_path, &t);
+    size_t n;
+    char *good = slurp(good_path, &n);
+    /* the control: the unedited file loads, so each refusal below is caused
+     * by its one edit */
+    vx_tune control;
+    load_ok(good_path, &control);
+
+    spit(path, "", 0);
+    expect_refused("empty file", path, VX_ERR_INVALID_ARG);
+
+    spit(path, good, n / 2);
+    expect_refused("file cut at half its length", path, VX_ERR_INVALID_ARG);
+
+    {
+        char junk[3000];
+        vt_rng r;
+        vt_rng_seed(&r, 42);
+        for (size_t i = 0; i < sizeof junk; i++)
+            junk[i] = (char)(vt_rng_next(&r) >> 56);
+        spit(path, junk, sizeof junk);
+        expect_refused("garbage bytes", path, VX_ERR_INVALID_ARG);
+    }
+
+    const char *not_object = "[1, 2, 3]\n";
+    spit(path, not_object, strlen(not_object));
+    expect_refused("JSON array instead of an object", path, VX_ERR_INVALID_ARG);
+
+    {
+        /* a whole good file, but one level down inside an array */
+        char *wrapped = malloc(n + 4);
+        cr_assert_not_null(wrapped);
+        snprintf(wrapped, n + 4, "[%s]", good);
+        spit(path, wrapped, strlen(wrapped));
+        free(wrapped);
+        expect_refused("good file wrapped in an array", path, VX_ERR_INVALID_ARG);
+    }
+
+    expect_edit_refused(good, "wrong format name", "\"vortex-tune\"", "\"vortex-tuna\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "version 999", "\"version\": 1", "\"version\": 999", VX_ERR_UNSUPPORTED);
+    expect_edit_refused(good, "another cpu_model", "\"cpu_model\": \"", "\"cpu_model\": \"Other ",
+                        VX_ERR_UNSUPPORTED);
+    {
+        char from[64], to[64];
+        snprintf(from, sizeof from, "\"physical_cores\": %d", vx_hw()->physical_cores);
+        snprintf(to, sizeof to, "\"physical_cores\": %d", vx_hw()->physical_cores + 1);
+        expect_edit_refused(good, "another core count", from, to, VX_ERR_UNSUPPORTED);
+    }
+    expect_edit_refused(good, "rate ns_per_k 1e300", MARK_P_TEXT, "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "rate ns_per_k 1e400 (overflows a double)", MARK_P_TEXT, "1e400", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "rate overhead 1e300", MARK_O_TEXT, "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "rate overhead negative", MARK_O_TEXT, "-" MARK_O_TEXT, VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "bandwidth l2 1e300", BW_L2_TEXT, "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "negative DRAM bandwidth", BW_DRAM_TEXT, "-" BW_DRAM_TEXT, VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "rate written as the bare token NaN", MARK_P_TEXT, "NaN", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "rate written as the bare token Infinity", MARK_P_TEXT, "Infinity",
+                        VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "rate given as a string", MARK_P_TEXT, "\"" MARK_P_TEXT "\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "negative wake_ns", WAKE_TEXT, "-" WAKE_TEXT, VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "call_ns given twice", CALL_TEXT, CALL_TEXT ", \"call_ns\": 1.5", VX_ERR_INVALID_ARG);
+
+    scratch_path(path, sizeof path, "no-such-file.json");
+    expect_refused("missing file", path, VX_ERR_INVALID_ARG);
+    expect_refused("a directory as the path", g_dir, VX_ERR_INVALID_ARG);
+    free(good);
+}
+
+/* ------------------------------------------------------------------ */
+/* The active tuning                                                   */
+/* ------------------------------------------------------------------ */
+
+Test(tune, active_falls_back_and_picks_up_a_good_file)
+{
+    /* a garbage file: the library must run on its built-in defaults */
+    char bad[600], good[600];
+    scratch_path(bad, sizeof bad, "garbage.json");
+    const char *junk = "\x01\xfe this is not { a tuning file";
+    spit(bad, junk, strlen(junk));
+    cr_assert_eq(setenv("VORTEX_TUNE_FILE", bad, 1), 0);
+    vx_tune_reset();
+    vx_cpu_model_reset();
+
+    vx_tune defaults;
+    memset(&defaults, 0, sizeof defaults);
+    vx_tune_defaults(vx_hw(), &defaults);
+    const vx_tune *a = vx_tune_active();
+    cr_assert_not_null(a, "vx_tune_active returned NULL");
+    cr_assert_eq(a->measured, 0, "measured: expected 0 with a garbage file, found %d", a->measured);
+    cr_assert(memcmp(a, &defaults, sizeof defaults) == 0,
+              "with a garbage file the active tuning must equal the built-in defaults (bw_l2 %g vs %g, wake_ns %g "
+              "vs %g)",
+              a->bw_l2, defaults.bw_l2, a->wake_ns, defaults.wake_ns);
+    /* the source names the fallback and the reason load gives for the file */
+    const char *src = vx_tune_source();
+    char why[512] = "";
+    vx_tune scratch = defaults;
+    cr_assert_neq(vx_tune_load(bad, vx_hw(), &scratch, why, sizeof why), VX_OK);
+    cr_assert(strncmp(src, "built-in defaults", strlen("built-in defaults")) == 0,
+              "source: expected \"built-in defaults (...)\", found \"%s\"", src);
+    cr_assert(strstr(src, why) != NULL, "source: expected it to mention the reason \"%s\", found \"%s\"", why, src);
+    /* and GEMM still computes the right thing on the fallback model */
+    vt_case c = vt_case_make(37, 45, 300);
+    c.tag = "garbage tuning file";
+    vt_check(&c);
+
+    /* a good file with distinctive values: the library must pick it up */
+    vx_tune t;
+    distinctive(&t, 0);
+    scratch_path(good, sizeof good, "good/tune.json");
+    save_ok(good, &t);
+    cr_assert_eq(setenv("VORTEX_TUNE_FILE", good, 1), 0);
+    vx_tune_reset();
+    vx_cpu_model_reset(); /* the model rebuilds from the new tuning */
+    a = vx_tune_active();
+    cr_assert_eq(a->measured, 1, "measured: expected 1 with a good file, found %d", a->measured);
+    expect_same_values(&t, a, "active tuning from a good file");
+    src = vx_tune_source();
+    cr_assert_str_eq(src, good, "source: expected the file's path \"%s\", found \"%s\"", good, src);
+
+    const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
+    cr_assert_not_null(M, "no AVX2 model");
+    const vx_l0_rate want = a->l0[VX_ISA_AVX2][0][0][0];
+    const float got_o = M->desc.fam[0].rate[0][0].o, got_p = M->desc.fam[0].rate[0][0].p;
+    cr_assert(got_o == want.overhead_ns && got_p == want.ns_per_k,
+              "AVX2 model family 0 mode 0 m=1: expected the loaded rate {%g, %g}, found {%g, %g}", want.overhead_ns,
+              want.ns_per_k, got_o, got_p);
+    cr_assert(close_rel(got_o, MARK_O) && close_rel(got_p, MARK_P),
+              "AVX2 model family 0 mode 0 m=1: expected the file's {%g, %g}, found {%g, %g}", MARK_O, MARK_P, got_o,
+              got_p);
+    c.tag = "distinctive tuning file";
+    vt_check(&c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Default path                                                        */
+/* ------------------------------------------------------------------ */
+
+static void expect_path(const char *what, int want_ok, const char *want)
+{
+    char buf[1024];
+    memset(buf, 'x', sizeof buf);
+    const int ok = vx_tune_default_path(buf, sizeof buf);
+    cr_assert_eq(ok, want_ok, "%s: expected vx_tune_default_path to return %d, found %d (\"%.200s\")", what, want_ok,
+                 ok, buf);
+    cr_assert_str_eq(buf, want, "%s: expected \"%s\", found \"%.200s\"", what, want, buf);
+}
+
+Test(tune, default_path_follows_the_environment)
+{
+    cr_assert_eq(setenv("VORTEX_TUNE_FILE", "/opt/t/my-tune.json", 1), 0);
+    cr_assert_eq(setenv("XDG_CACHE_HOME", "/xdg/cache", 1), 0);
+    cr_assert_eq(setenv("HOME", "/home/someone", 1), 0);
+    expect_path("VORTEX_TUNE_FILE set", 1, "/opt/t/my-tune.json");
+
+    unsetenv("VORTEX_TUNE_FILE");
+    expect_path("XDG_CACHE_HOME and HOME set", 1, "/xdg/cache/vortex/tune.json");
+    /* an empty variable counts as unset */
+    cr_assert_eq(setenv("VORTEX_TUNE_FILE", "", 1), 0);
+    expect_path("VORTEX_TUNE_FILE empty", 1, "/xdg/cache/vortex/tune.json");
+
+    unsetenv("XDG_CACHE_HOME");
+    expect_path("only HOME set", 1, "/home/someone/.cache/vortex/tune.json");
+
+    unsetenv("HOME");
+    unsetenv("VORTEX_TUNE_FILE");
+    expect_path("none set", 0, "");
+
+    /* a path that does not fit the buffer is not formed, not truncated */
+    cr_assert_eq(setenv("HOME", "/home/someone", 1), 0);
+    char small[8];
+    memset(small, 'x', sizeof small);
+    const int ok = vx_tune_default_path(small, sizeof small);
+    cr_assert(ok == 0 && small[0] == 0,
+              "8-byte buffer: expected 0 and \"\" for /home/someone/.cache/vortex/tune.json, found %d and \"%.8s\"",
+              ok, small);
+}

@@ -1,0 +1,164 @@
+/* vortex-install-tune: measure this machine once and write the tuning file
+ * the analyzer reads at call time (see src/analyzer/tune.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyzer/hw.h"
+#include "analyzer/tune.h"
+#include "cpu/cpu_tune.h"
+#include "vortex/vortex.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: vortex-install-tune [--output FILE] [--quick] [--quiet] [--print]\n"
+            "\n"
+            "Measures this machine once (the micro-kernels' rates in cache, packing rates,\n"
+            "cache and memory bandwidths, call and thread wake-up costs) and writes the\n"
+            "tuning file Vortex's cost model reads. Re-running is safe: the file is\n"
+            "written to a temporary name and renamed over the old one.\n"
+            "\n"
+            "  -o, --output FILE  where to write (default: $VORTEX_TUNE_FILE, else\n"
+            "                     $XDG_CACHE_HOME/vortex/tune.json, else\n"
+            "                     ~/.cache/vortex/tune.json, where the library looks)\n"
+            "  --quick            fewer repetitions (a few seconds; noisier numbers)\n"
+            "  --quiet            no progress bar\n"
+            "  --print            also print the file's summary after writing\n"
+            "  -h, --help         this text\n"
+            "Run it on an otherwise idle machine; it takes well under a minute.\n");
+}
+
+typedef struct {
+    int tty, quiet;
+    double t0;
+} bar_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A progress bar on a terminal; one line per tenth of the work otherwise
+ * (logs stay short). */
+static void on_progress(void *ctx, int done, int total, const char *what)
+{
+    bar_state *b = ctx;
+    if (b->quiet)
+        return;
+    const int width = 30, fill = total > 0 ? done * width / total : width;
+    const int pct = total > 0 ? done * 100 / total : 100;
+    if (b->tty) {
+        char bar[64];
+        for (int i = 0; i < width; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[width] = 0;
+        fprintf(stderr, "\r[%s] %3d%% %5.1fs  %-48.48s", bar, pct, now_s() - b->t0, what);
+        if (done >= total)
+            fputc('\n', stderr);
+    } else {
+        const int prev = total > 0 ? (done - 1) * 10 / total : -1;
+        if (done == 0 || done >= total || done * 10 / total != prev)
+            fprintf(stderr, "vortex-install-tune: %3d%% %5.1fs %s\n", pct, now_s() - b->t0, what);
+    }
+    fflush(stderr);
+}
+
+static void summary(const vx_tune *t)
+{
+    const vx_hw_info *hw = vx_hw();
+    printf("machine:   %s, %d cores, L1d %lld KiB, L2 %lld KiB, L3 %lld KiB\n", hw->cpu_model, hw->physical_cores,
+           (long long)hw->l1d_bytes >> 10, (long long)hw->l2_bytes >> 10, (long long)hw->l3_bytes >> 10);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+        if ((isa == VX_ISA_AVX2 && !hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && !hw->has_avx512))
+            continue;
+        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+        printf("L0 %-7s largest tile of each family, packed operands, GFLOP/s at k=256:", set->name);
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
+            const vx_ukernel_family *F = &set->families[f];
+            const vx_l0_rate r = t->l0[isa][f][VX_UK_AP_BP][F->mr_max - 1];
+            const double ns = r.overhead_ns + r.ns_per_k * 256.0;
+            printf(" %dx%d %.1f", F->mr_max, F->nr, ns > 0 ? 2.0 * F->mr_max * F->nr * 256 / ns : 0.0);
+        }
+        printf("\n");
+    }
+    printf("packing:   A %.3f / %.3f ns per float, B %.3f / %.3f (unit stride / transposed)\n", t->pack_a_ns[0],
+           t->pack_a_ns[1], t->pack_b_ns[0], t->pack_b_ns[1]);
+    printf("bandwidth: L2 %.1f, L3 %.1f, DRAM %.1f GB/s per core; DRAM %.1f GB/s all cores; strided panel %.1f GB/s\n",
+           t->bw_l2, t->bw_l3, t->bw_dram, t->bw_dram_all, t->bw_strided);
+    printf("fixed:     parallel region %.0f ns (workers asleep), %.0f ns (workers spinning); 1x1x1 call %.0f ns\n",
+           t->wake_ns, t->wake_warm_ns, t->call_ns);
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL;
+    int quick = 0, quiet = 0, print = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
+        } else if (!strcmp(argv[i], "--quiet")) {
+            quiet = 1;
+        } else if (!strcmp(argv[i], "--print")) {
+            print = 1;
+        } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
+            out = argv[++i];
+        } else {
+            fprintf(stderr, "vortex-install-tune: unknown or incomplete argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    char path[1024];
+    if (out) {
+        snprintf(path, sizeof path, "%s", out);
+    } else if (!vx_tune_default_path(path, sizeof path)) {
+        fprintf(stderr, "vortex-install-tune: no place for the tuning file: set VORTEX_TUNE_FILE or HOME, "
+                        "or pass --output FILE\n");
+        return 2;
+    }
+    const vx_hw_info *hw = vx_hw();
+    if (!hw->has_avx2_fma) {
+        fprintf(stderr, "vortex-install-tune: this CPU has neither AVX2+FMA nor AVX-512; nothing to measure\n");
+        return 1;
+    }
+
+    vx_tune t;
+    vx_tune_defaults(hw, &t);
+    const time_t now = time(NULL);
+    strftime(t.created, sizeof t.created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    bar_state b = { isatty(2), quiet, now_s() };
+    if (!quiet)
+        fprintf(stderr, "vortex-install-tune: measuring %s (%d cores)%s\n", hw->cpu_model, hw->physical_cores,
+                quick ? ", quick" : "");
+    vx_cpu_tune_opts o = { quick, on_progress, &b };
+    vx_status s = vx_cpu_tune_measure(&o, &t);
+    if (s != VX_OK) {
+        fprintf(stderr, "vortex-install-tune: measuring failed: %s\n", vx_status_string(s));
+        return 1;
+    }
+    char why[512];
+    if ((s = vx_tune_save(path, &t, why, sizeof why)) != VX_OK) {
+        fprintf(stderr, "vortex-install-tune: %s\n", why);
+        return 1;
+    }
+    /* Read it back the way the library will, so a file that cannot be used
+     * is reported here and not discovered later. */
+    vx_tune back;
+    vx_tune_defaults(hw, &back);
+    if ((s = vx_tune_load(path, hw, &back, why, sizeof why)) != VX_OK) {
+        fprintf(stderr, "vortex-install-tune: wrote %s but cannot read it back: %s\n", path, why);
+        return 1;
+    }
+    printf("wrote %s in %.1f s\n", path, now_s() - b.t0);
+    if (print)
+        summary(&back);
+    return 0;
+}
