@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install dependencies (with the oneDNN/MKL
-# baselines), build, show what Vortex sees, and run a small benchmark against
-# the baselines. (vortex-install-tune joins here once the analyzer lands; the
-# library already runs from defaults derived from the hardware query.)
+# baselines), build, measure the machine once (vortex-install-tune writes the
+# tuning file the cost model reads), show what Vortex sees and the plan it
+# would run, and run a small benchmark against the baselines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --baselines
@@ -10,6 +10,7 @@ if [ ! -f build/build.ninja ]; then
   meson setup build -Dbuildtype=release
 fi
 ninja -C build
-build/tools/vortex-info --explain gemm 2048 2048 2048
+build/tools/vortex-install-tune --print
+build/tools/vortex-info --candidates --explain gemm 2048 2048 2048
 mkdir -p benchmarks/out
 build/benchmarks/vortex-bench-gemm --suite bert,small --quick --peak --csv benchmarks/out/quickstart.csv
