@@ -92,7 +92,8 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const int64_t cols = cdiv(n_c, n0);
     const double compute = l0_time(F, b->mode, m0, m_c, cols, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
-    const double copy_b = (double)n_c * (double)k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
+    const double copy_b = d->mode_ns[b->mode] +
+                          (double)n_c * (double)k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
 
     if (b->mode == VX_LOAD_COPY_AB) {
         const int64_t mc = b->mc < m_c ? b->mc : cdiv(m_c, m0) * m0;
@@ -130,7 +131,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
         bw_first = fmin(bw_first, d->bw_strided);
     }
     const double b_stream = b_cell / bw_first + b_cell * (double)(rows - 1) / bw_panel;
-    return compute + a_stream + b_stream;
+    return d->mode_ns[VX_LOAD_NONE] + compute + a_stream + b_stream;
 }
 
 double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l1, int l2)
@@ -171,7 +172,7 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
 {
     const double e = d->elem_bytes;
     const int64_t cols = cdiv(x->n_c, F->n);
-    double lb = x->fixed + l0_time(F, mode, m0, x->m_c, cols, p->k, 1);
+    double lb = x->fixed + d->mode_ns[mode] + l0_time(F, mode, m0, x->m_c, cols, p->k, 1);
     if (mode != VX_LOAD_NONE)
         lb += (double)x->n_c * (double)p->k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
     if (mode == VX_LOAD_COPY_AB)

@@ -85,6 +85,7 @@ typedef struct {
     double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */
+    double mode_ns[VX_LOAD_MODES]; /* what a load mode adds to it (set-up of its buffers) */
 } vx_device_desc;
 
 /* Candidates, built once per device (candidates.c). */

@@ -67,6 +67,11 @@ typedef struct {
      * call's checks and plan lookup before any kernel runs. */
     double wake_ns;
     double wake_warm_ns;
+    /* A 1x1x1 call forced onto each load mode (copy A+B, copy B, in place)
+     * through the testing override (which skips the plan cache, so all three
+     * include one search): their differences are what a mode costs before
+     * its first flop (buffers, packing set-up, loop entry). */
+    double mode_call_ns[3];
     double call_ns;
 } vx_tune;
 

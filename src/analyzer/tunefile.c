@@ -8,7 +8,7 @@
  *             "avx512": [ ... ] },            rates per m = 1.., ns and ns per k step
  *     "pack_ns": { "a": [unit, strided], "b": [unit, strided] },   ns per float
  *     "bandwidth": { "l2": ..., "l3": ..., "dram": ..., "dram_all": ..., "strided": ... },  bytes per ns
- *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ... }
+ *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place] }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -210,7 +210,8 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
                 "%s: \"bandwidth\" needs l2, l3, dram, dram_all and strided in [%g, %g] bytes per ns", path, BW_MIN, BW_MAX);
         goto out;
     }
-    static const char *const fixed[] = { "wake_ns", "wake_warm_ns", "call_ns" };
+    static const char *const fixed[] = { "wake_ns", "wake_warm_ns", "call_ns", "mode_call_ns",
+                                        "mode_call_ns", "mode_call_ns" };
     double *fixed_out[] = { &n.wake_ns, &n.wake_warm_ns, &n.call_ns };
     for (int i = 0; i < 3; i++) {
         if (!json_object_get(root, fixed[i]))
@@ -220,6 +221,17 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
             goto out;
         }
         *fixed_out[i] = x;
+    }
+    json_t *mc = json_object_get(root, "mode_call_ns");
+    if (mc) {
+        double v[3];
+        if (!json_is_array(mc) || json_array_size(mc) != 3 || !num_at(mc, 0, 0, FIXED_MAX, &v[0]) ||
+            !num_at(mc, 1, 0, FIXED_MAX, &v[1]) || !num_at(mc, 2, 0, FIXED_MAX, &v[2])) {
+            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"mode_call_ns\" is not three numbers in [0, %g]", path,
+                    FIXED_MAX);
+            goto out;
+        }
+        memcpy(n.mode_call_ns, v, sizeof v);
     }
     n.measured = 1;
     *t = n;
@@ -292,7 +304,8 @@ static const char *non_finite(const vx_tune *t)
                     if (!isfinite(t->l0[isa][f][v][m].overhead_ns) || !isfinite(t->l0[isa][f][v][m].ns_per_k))
                         return "an L0 rate";
     const double *d[] = { &t->pack_a_ns[0], &t->pack_a_ns[1], &t->pack_b_ns[0], &t->pack_b_ns[1], &t->bw_l2,
-                          &t->bw_l3, &t->bw_dram, &t->bw_dram_all, &t->bw_strided, &t->wake_ns, &t->wake_warm_ns, &t->call_ns };
+                          &t->bw_l3, &t->bw_dram, &t->bw_dram_all, &t->bw_strided, &t->wake_ns, &t->wake_warm_ns, &t->call_ns, &t->mode_call_ns[0],
+                          &t->mode_call_ns[1], &t->mode_call_ns[2] };
     static const char *const name[] = { "pack_a_ns", "pack_a_ns", "pack_b_ns", "pack_b_ns", "bw_l2",
                                         "bw_l3", "bw_dram", "bw_dram_all", "bw_strided", "wake_ns", "wake_warm_ns", "call_ns" };
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
@@ -314,6 +327,9 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
         return say(VX_ERR_INVALID_ARG, why, len, "path too long: %s", path);
     json_t *root = to_json(t);
+    if (root)
+        json_object_set_new(root, "mode_call_ns",
+                            json_pack("[f, f, f]", t->mode_call_ns[0], t->mode_call_ns[1], t->mode_call_ns[2]));
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");
     FILE *f = fopen(tmp, "w");

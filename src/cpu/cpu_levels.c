@@ -88,6 +88,11 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->parallel_ns[0] = tu->wake_ns;
     d->parallel_ns[1] = tu->wake_warm_ns;
     d->call_ns = tu->call_ns;
+    double least = tu->mode_call_ns[0];
+    for (int mode = 1; mode < VX_LOAD_MODES; mode++)
+        least = tu->mode_call_ns[mode] < least ? tu->mode_call_ns[mode] : least;
+    for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+        d->mode_ns[mode] = tu->mode_call_ns[mode] - least;
 }
 
 static vx_cpu_model *g_model[VX_ISA_COUNT];

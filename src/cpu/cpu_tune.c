@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "analyzer/hw.h"
+#include "analyzer/plan.h"
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
@@ -401,6 +402,22 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
             v[i] = (now_ns() - t0) / 100;
         }
         t->call_ns = median(v, SAMPLES);
+        static const vx_path path_of_mode[3] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DIRECT };
+        for (int mode = 0; mode < 3; mode++) {
+            vx_gemm_plan forced;
+            memset(&forced, 0, sizeof forced);
+            forced.path = path_of_mode[mode];
+            vx_plan_set_override(&forced);
+            for (int i = 0; i < SAMPLES; i++) {
+                const double t0 = now_ns();
+                for (int r = 0; r < 100; r++)
+                    dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+                v[i] = (now_ns() - t0) / 100;
+            }
+            vx_plan_set_override(NULL);
+            t->mode_call_ns[mode] = median(v, SAMPLES);
+        }
+
     }
     pr.done = pr.total;
     step(&pr, "done");
