@@ -161,29 +161,42 @@ static void insert(vx_choice *out, int *n, int max, vx_choice v)
 /* A (grid, L0 tile) pair and the least any plan under it can cost: its
  * compute with one k block plus the fixed costs. */
 typedef struct {
-    double lb;
+    double lb, bound[VX_LOAD_MODES];
     int g, l0;
+    grid_ctx x;
 } group;
 
-/* The least a plan in this group and load mode can cost: compute with one
- * k block plus the copies that mode cannot avoid. */
+/* The least a plan in this group and load mode can cost, whatever its
+ * blocks: price_cell's terms with one k block (compute's least), each block
+ * count at 1 and every re-read from the fastest level. */
 static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0, int mode,
                          const grid_ctx *x)
 {
     const double e = d->elem_bytes;
+    double bw_top = d->bw_shared;
+    for (int i = 0; i < d->nmem; i++)
+        bw_top = dmax(bw_top, d->mem[i].bw);
     const int64_t cols = cdiv(x->n_c, F->n);
-    double lb = x->fixed + d->mode_ns[mode] + l0_time(F, mode, m0, x->m_c, cols, p->k, 1);
+    const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
+    const double compute = l0_time(F, mode, m0, x->m_c, cols, p->k, 1);
+    double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
         lb += (double)x->n_c * (double)p->k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
-    if (mode == VX_LOAD_COPY_AB)
+    if (mode == VX_LOAD_COPY_AB) {
         lb += (double)x->m_c * (double)p->k * dmax(d->copy_ns[0][p->a_trans], e / x->bw_a_home);
+        const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
+        return lb + dmax(compute, streams);
+    }
+    lb += compute + a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_top;
+    if (mode == VX_LOAD_NONE)
+        lb += b_cell / x->bw_b_home + b_cell * (double)(cdiv(x->m_c, m0) - 1) / bw_top;
     return lb;
 }
 
 int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
                    vx_choice *out, int max, int *considered_out)
 {
-    enum { MAX_GROUPS = 2048 };
+    enum { MAX_GROUPS = 1024 };
     group gs[MAX_GROUPS];
     int considered = 0, nout = 0, ng = 0;
     if (max < 1)
@@ -197,19 +210,20 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
             continue;
         for (int i = 0; i < c->n0 && ng < MAX_GROUPS; i++) {
             const vx_l0_family *F = &d->fam[c->l0[i].fam];
-            grid_ctx x;
-            if (!grid_setup(d, p, c->l0[i].m, F->n, G, &x))
+            group v = { INFINITY, { INFINITY, INFINITY, INFINITY }, g, i, { 0 } };
+            if (!grid_setup(d, p, c->l0[i].m, F->n, G, &v.x))
                 continue;
-            double lb = INFINITY;
             for (int mode = 0; mode < VX_LOAD_MODES; mode++)
-                if (F->modes_ok[mode] && (mode != VX_LOAD_NONE || p->b_in_place_ok))
-                    lb = fmin(lb, mode_bound(d, p, F, c->l0[i].m, mode, &x));
+                if (F->modes_ok[mode] && (mode != VX_LOAD_NONE || p->b_in_place_ok)) {
+                    v.bound[mode] = mode_bound(d, p, F, c->l0[i].m, mode, &v.x);
+                    v.lb = fmin(v.lb, v.bound[mode]);
+                }
             int j = ng++;
-            while (j > 0 && gs[j - 1].lb > lb) {
+            while (j > 0 && gs[j - 1].lb > v.lb) {
                 gs[j] = gs[j - 1];
                 j--;
             }
-            gs[j] = (group){ lb, g, i };
+            gs[j] = v;
         }
     }
     for (int q = 0; q < ng; q++) {
@@ -221,18 +235,15 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         }
         const vx_l0_cand *t = &c->l0[i];
         const vx_l0_family *F = &d->fam[t->fam];
-        grid_ctx x;
-        grid_setup(d, p, t->m, F->n, c->l2[gs[q].g], &x);
-        double bound[VX_LOAD_MODES];
-        for (int mode = 0; mode < VX_LOAD_MODES; mode++)
-            bound[mode] = mode_bound(d, p, F, t->m, mode, &x);
+        const grid_ctx *x = &gs[q].x;
+        const double *bound = gs[q].bound;
         const int first = c->l1_first[i], end = first + c->l1_count[i];
         for (int j = first; j < end; j++) {
             const vx_l1_cand *b = &c->l1[j];
             considered++;
             if ((b->mode == VX_LOAD_NONE && !p->b_in_place_ok) || (nout == max && bound[b->mode] >= out[max - 1].ns))
                 continue;
-            const double ns = x.fixed + price_cell(d, p, F, t->m, b, &x);
+            const double ns = x->fixed + price_cell(d, p, F, t->m, b, x);
             insert(out, &nout, max, (vx_choice){ j, gs[q].g, ns });
         }
     }
