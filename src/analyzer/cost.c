@@ -19,6 +19,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline double dmax(double a, double b) { return a > b ? a : b; }
@@ -158,8 +159,8 @@ static void insert(vx_choice *out, int *n, int max, vx_choice v)
     out[i] = v;
 }
 
-/* A (grid, L0 tile) pair and the least any plan under it can cost: its
- * compute with one k block plus the fixed costs. */
+/* A (grid, L0 tile) pair, the least each load mode's plans under it can
+ * cost (mode_bound) and the least of those. */
 typedef struct {
     double lb, bound[VX_LOAD_MODES];
     int g, l0;
@@ -196,19 +197,25 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
 int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
                    vx_choice *out, int max, int *considered_out)
 {
-    enum { MAX_GROUPS = 1024 };
-    group gs[MAX_GROUPS];
+    enum { STACK_GROUPS = 64 };
+    group stack_groups[STACK_GROUPS];
     int considered = 0, nout = 0, ng = 0;
     if (max < 1)
+        return 0;
+    /* One group per (grid, tile): a few dozen on a desktop, hundreds on a
+     * many-core server, where the heap takes them. */
+    const int need = c->n2 * c->n0;
+    group *gs = need <= STACK_GROUPS ? stack_groups : malloc(sizeof *gs * (size_t)need);
+    if (!gs)
         return 0;
     /* Groups in order of their bound: once the cheapest plans found beat a
      * group's bound they beat every later group's too, and the search stops
      * (branch and bound; the answer is the exhaustive one). */
-    for (int g = 0; g < c->n2 && ng < MAX_GROUPS; g++) {
+    for (int g = 0; g < c->n2; g++) {
         const vx_l2_cand G = c->l2[g];
         if (G.tm * G.tn > max_threads)
             continue;
-        for (int i = 0; i < c->n0 && ng < MAX_GROUPS; i++) {
+        for (int i = 0; i < c->n0; i++) {
             const vx_l0_family *F = &d->fam[c->l0[i].fam];
             group v = { INFINITY, { INFINITY, INFINITY, INFINITY }, g, i, { 0 } };
             if (!grid_setup(d, p, c->l0[i].m, F->n, G, &v.x))
@@ -247,6 +254,8 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
             insert(out, &nout, max, (vx_choice){ j, gs[q].g, ns });
         }
     }
+    if (gs != stack_groups)
+        free(gs);
     if (considered_out)
         *considered_out = considered;
     return nout;

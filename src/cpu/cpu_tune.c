@@ -2,8 +2,9 @@
  * minimum over repeated trials (the fastest trial is the one the machine did
  * not disturb), on the calling thread pinned to one core.
  *
- *   L0      every micro-kernel (ISA x family x variant x m) at three k in
- *           cache; t(k) = o + p k fitted by least squares
+ *   L0      every micro-kernel (ISA x family x variant x m) at three k, in
+ *           its blocked-loop context (A panels from L2, one B panel);
+ *           t(k) = o + p k fitted by least squares
  *   L1      packing A and B from an L2-resident source, unit-stride and
  *           transposed, in ns per float
  *   memory  one core's read bandwidth from a buffer sized to half of L2,
@@ -48,33 +49,43 @@ static void fill(float *p, size_t n)
 
 enum { NK = 3 };
 static const int64_t k_points[NK] = { 32, 128, 384 };
-enum { K_MAX = 384, MR_LIMIT = 32, NR_LIMIT = 128 };
+enum { K_MAX = 384, MR_LIMIT = 32, NR_LIMIT = 128, C_TILES = 512 };
 
-/* In-place operands are timed in cache at compact strides (A rows k
- * apart, B rows nr apart), like the packed ones: the L0 rate is the
- * kernel's. What a caller's large leading dimension costs on top (conflict
- * misses, no prefetch across pages) is a memory-level quantity, measured
- * once as the strided panel bandwidth below. */
+/* Each kernel is timed where the blocked loops run it: one B panel (k x nr)
+ * reused against a sequence of distinct A panels that together fill a
+ * quarter of L2, each with its own C tile, so A streams from L2 and the
+ * B panel stays in L1 only if it fits there (timing one A panel over and
+ * over kept everything in L1 and could not tell 6x16 from 5x16 or 4x24).
+ * In-place operands use compact strides (A rows k apart, B rows nr apart):
+ * what a caller's large leading dimension costs on top (conflict misses, no
+ * prefetch across pages) is a memory-level quantity, measured once as the
+ * strided panel bandwidth below. */
 
 typedef struct {
     float *a, *b, *c;
+    int64_t a_floats; /* the A region the panels walk */
 } l0_buffers;
 
-/* ns per call of one kernel at depth k, operands in cache. */
-static double time_kernel(vx_ukernel_fn fn, int v, int m, int nr, int64_t k, const l0_buffers *B, int trials)
+/* ns per call of one kernel at depth k, in its loop context. */
+static double time_kernel(vx_ukernel_fn fn, int m, int nr, int64_t k, const l0_buffers *B, int trials)
 {
-    /* about 400k flops (some 20 us) per trial, at least 4 calls */
-    int64_t reps = 400000 / (2 * (int64_t)m * nr * k + 1);
-    if (reps < 4)
-        reps = 4;
+    int64_t panels = B->a_floats / (m * k);
+    if (panels < 1)
+        panels = 1;
+    if (panels > C_TILES)
+        panels = C_TILES;
+    /* about 400k flops (some 20 us) per trial, at least one pass */
+    int64_t reps = 400000 / (2 * (int64_t)m * nr * k * panels + 1);
+    if (reps < 1)
+        reps = 1;
     const int64_t a_rs = k, a_cs = 1, b_rs = nr; /* ignored by the packed operands */
-    (void)v;
     double best = 1e300;
     for (int t = 0; t < trials; t++) {
         const double t0 = now_ns();
         for (int64_t r = 0; r < reps; r++)
-            fn(k, B->a, a_rs, a_cs, B->b, b_rs, B->c, nr, nr, 1.0f, 1.0f);
-        const double dt = (now_ns() - t0) / (double)reps;
+            for (int64_t q = 0; q < panels; q++)
+                fn(k, B->a + q * m * k, a_rs, a_cs, B->b, b_rs, B->c + q * m * nr, nr, nr, 1.0f, 1.0f);
+        const double dt = (now_ns() - t0) / (double)(reps * panels);
         if (dt < best)
             best = dt;
     }
@@ -268,16 +279,20 @@ static void step(progress *pr, const char *what)
 vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
 {
     const vx_hw_info *hw = vx_hw();
-    const int trials = o->quick ? 5 : 60;
+    const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
     enum { OTHER_STEPS = 7 };
-    progress pr = { o, 0, nkern + OTHER_STEPS };
+    progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
     l0_buffers B;
-    B.a = aligned(sizeof(float) * MR_LIMIT * K_MAX);
+    B.a_floats = hw->l2_bytes / 4 / (int64_t)sizeof(float);
+    if (B.a_floats < MR_LIMIT * K_MAX)
+        B.a_floats = MR_LIMIT * K_MAX;
+    B.a = aligned(sizeof(float) * (size_t)B.a_floats);
     B.b = aligned(sizeof(float) * K_MAX * NR_LIMIT);
-    B.c = aligned(sizeof(float) * MR_LIMIT * NR_LIMIT);
+    const size_t c_floats = (size_t)(B.a_floats / k_points[0] + MR_LIMIT) * NR_LIMIT;
+    B.c = aligned(sizeof(float) * c_floats);
     const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
     size_t big_bytes = (size_t)(hw->l3_bytes > 0 ? 4 * hw->l3_bytes : 64 * hw->l2_bytes);
     if (big_bytes < ((size_t)256 << 20))
@@ -290,32 +305,40 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
         free(big);
         return VX_ERR_NO_MEMORY;
     }
-    fill(B.a, MR_LIMIT * K_MAX);
+    fill(B.a, (size_t)B.a_floats);
     fill(B.b, K_MAX * NR_LIMIT);
-    fill(B.c, MR_LIMIT * NR_LIMIT);
+    fill(B.c, c_floats);
     fill(big, big_bytes / sizeof(float));
 
-    /* L0 */
+    /* L0, in rounds: each round times every kernel once and a kernel keeps
+     * its fastest round, so a burst of steal time or a clock change hits one
+     * round of one kernel rather than one kernel for good. */
     static const char *const vname[VX_UK_VARIANTS] = { "packed A, packed B", "A in place, packed B",
                                                        "A and B in place" };
-    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
-        if ((isa == VX_ISA_AVX2 && !hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && !hw->has_avx512))
-            continue;
-        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
-        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
-            const vx_ukernel_family *F = &set->families[f];
-            for (int v = 0; v < VX_UK_VARIANTS; v++)
-                for (int m = 1; m <= F->mr_max && m <= VX_TUNE_MAX_MR; m++) {
-                    char what[96];
-                    snprintf(what, sizeof what, "L0 %s %dx%d, %s", set->name, m, F->nr, vname[v]);
-                    step(&pr, what);
-                    double ts[NK];
-                    for (int i = 0; i < NK; i++)
-                        ts[i] = time_kernel(F->kern[v][m - 1], v, m, F->nr, k_points[i], &B, trials);
-                    t->l0[isa][f][v][m - 1] = fit(ts);
-                }
+    static double best_t[VX_ISA_COUNT][VX_TUNE_MAX_FAMILIES][VX_UK_VARIANTS][VX_TUNE_MAX_MR][NK];
+    for (int round = 0; round < rounds; round++)
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+            if ((isa == VX_ISA_AVX2 && !hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && !hw->has_avx512))
+                continue;
+            const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+            for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
+                const vx_ukernel_family *F = &set->families[f];
+                for (int v = 0; v < VX_UK_VARIANTS; v++)
+                    for (int m = 1; m <= F->mr_max && m <= VX_TUNE_MAX_MR; m++) {
+                        char what[112];
+                        snprintf(what, sizeof what, "L0 %s %dx%d, %s (round %d of %d)", set->name, m, F->nr,
+                                 vname[v], round + 1, rounds);
+                        step(&pr, what);
+                        double *bt = best_t[isa][f][v][m - 1];
+                        for (int i = 0; i < NK; i++) {
+                            const double x = time_kernel(F->kern[v][m - 1], m, F->nr, k_points[i], &B, trials);
+                            bt[i] = round == 0 || x < bt[i] ? x : bt[i];
+                        }
+                        if (round == rounds - 1)
+                            t->l0[isa][f][v][m - 1] = fit(bt);
+                    }
+            }
         }
-    }
 
     /* L1 loads: pack an L2-resident block, as the packed path does, with
      * the middle family's tile (the rates barely depend on it). */
