@@ -86,10 +86,13 @@ static void summary(const vx_tune *t)
         }
         printf("\n");
     }
-    printf("packing:   A %.3f / %.3f ns per float, B %.3f / %.3f (unit stride / transposed)\n", t->pack_a_ns[0],
-           t->pack_a_ns[1], t->pack_b_ns[0], t->pack_b_ns[1]);
-    printf("bandwidth: L2 %.1f, L3 %.1f, DRAM %.1f GB/s per core; DRAM %.1f GB/s all cores; strided panel %.1f GB/s\n",
-           t->bw_l2, t->bw_l3, t->bw_dram, t->bw_dram_all, t->bw_strided);
+    printf("packing:   A %.3f / %.3f ns per float, B %.3f / %.3f (unit stride / transposed); "
+           "B one narrow panel at a time %.3f (from L3) / %.3f (from DRAM)\n",
+           t->pack_a_ns[0], t->pack_a_ns[1], t->pack_b_ns[0], t->pack_b_ns[1], t->pack_b_narrow_ns[0],
+           t->pack_b_narrow_ns[1]);
+    printf("bandwidth: L2 %.1f, L3 %.1f, DRAM %.1f GB/s per core; DRAM %.1f GB/s all cores;\n"
+           "           rows 8 KiB apart: %.1f GB/s re-reading a panel, %.1f GB/s in one pass\n",
+           t->bw_l2, t->bw_l3, t->bw_dram, t->bw_dram_all, t->bw_strided, t->bw_stride_stream);
     printf("fixed:     parallel region %.0f ns (workers asleep), %.0f ns (workers spinning); 1x1x1 call %.0f ns "
            "(copy A+B %.0f, copy B %.0f, in place %.0f)\n",
            t->wake_ns, t->wake_warm_ns, t->call_ns, t->mode_call_ns[0], t->mode_call_ns[1], t->mode_call_ns[2]);

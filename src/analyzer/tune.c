@@ -73,6 +73,9 @@ void vx_tune_defaults(const vx_hw_info *hw, vx_tune *t)
     t->bw_dram = 10.0;
     t->bw_dram_all = 20.0;
     t->bw_strided = 8.0;
+    t->bw_stride_stream = 16.0;
+    t->pack_b_narrow_ns[0] = 0.6 / ghz;
+    t->pack_b_narrow_ns[1] = 2.0 / ghz;
     t->wake_ns = 30000.0;
     t->wake_warm_ns = 500.0;
     t->call_ns = 100.0;

@@ -52,6 +52,9 @@ typedef struct {
      * [1]: the source is transposed (strided reads). */
     double pack_a_ns[2];
     double pack_b_ns[2];
+    /* Packing one nr-wide B panel at a time from rows a page-multiple apart
+     * (the pack-B path on a wide B), ns per float: [0] B in L3, [1] B in DRAM. */
+    double pack_b_narrow_ns[2];
 
     /* Read bandwidth of one core from each level, bytes per nanosecond
      * (= GB/s), and of all cores together from DRAM. */
@@ -60,6 +63,9 @@ typedef struct {
      * page-multiple stride apart (an in-place operand at a large leading
      * dimension): set aliasing and no prefetch across pages. */
     double bw_strided;
+    /* ... and reading such row pieces once, in one constant-stride pass
+     * (the hardware's stride prefetcher follows it). */
+    double bw_stride_stream;
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

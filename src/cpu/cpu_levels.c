@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyzer/candidates.h"
 #include "analyzer/hw.h"
@@ -80,6 +81,11 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->nmem = n;
     d->bw_shared = tu->bw_dram_all;
     d->bw_strided = tu->bw_strided;
+    d->bw_stride_stream = tu->bw_stride_stream;
+    const long page = sysconf(_SC_PAGESIZE);
+    d->page_bytes = page > 0 ? page : 4096;
+    d->copy_b_narrow_ns[0] = tu->pack_b_narrow_ns[0];
+    d->copy_b_narrow_ns[1] = tu->pack_b_narrow_ns[1];
     d->buffer_level_a = 1;
     d->copy_ns[0][0] = tu->pack_a_ns[0];
     d->copy_ns[0][1] = tu->pack_a_ns[1];

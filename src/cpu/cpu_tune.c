@@ -188,6 +188,32 @@ __attribute__((target("avx2"))) static double strided_panel_bw(const float *p, i
     return 16.0 * rows * 64.0 / best;
 }
 
+/* Bytes per ns reading 64-byte row pieces `stride` bytes apart once, front
+ * to back through `bytes` of memory (the first row tile of an in-place B,
+ * or a small-m call, walks B like this); best of `passes`. The lines do not
+ * survive between passes: at page-multiple strides they alias in L1 and L2. */
+__attribute__((target("avx2"))) static double stride_stream_bw(const float *p, size_t bytes, size_t stride,
+                                                               int passes)
+{
+    const size_t step = stride / sizeof(float), rows = bytes / stride;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    double best = 1e300;
+    for (int pass = -1; pass < passes; pass++) {
+        const double t0 = now_ns();
+        for (size_t r = 0; r < rows; r++) {
+            s0 = _mm256_add_ps(s0, _mm256_load_ps(p + r * step));
+            s1 = _mm256_add_ps(s1, _mm256_load_ps(p + r * step + 8));
+        }
+        const double dt = now_ns() - t0;
+        if (pass >= 0 && dt < best)
+            best = dt;
+    }
+    float out[8];
+    _mm256_storeu_ps(out, _mm256_add_ps(s0, s1));
+    g_sink = out[0];
+    return (double)rows * 64.0 / best;
+}
+
 typedef struct {
     const float *p;
     size_t bytes;
@@ -365,6 +391,36 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
             t->pack_a_ns[tr] = best[0][tr] / (double)(rows * kb);
             t->pack_b_ns[tr] = best[1][tr] / (double)(rows * kb);
         }
+        /* The pack-B path: one nr-wide panel at a time, walking across a
+         * 384 x 2048 B whose rows lie 8 KiB apart (L3-resident). */
+        const int64_t kn = 384, wide = 2048;
+        float *panel = big + (size_t)kn * wide;
+        double best_narrow = 1e300;
+        for (int r = 0; r < (o->quick ? 3 : 10); r++) {
+            const double t0 = now_ns();
+            for (int64_t j = 0; j + F->nr <= wide; j += F->nr)
+                vx_pack_b(kn, F->nr, big + j, wide, 1, F->nr, panel);
+            const double dt = now_ns() - t0;
+            best_narrow = dt < best_narrow ? dt : best_narrow;
+        }
+        t->pack_b_narrow_ns[0] = best_narrow / (double)(kn * (wide / F->nr * F->nr));
+        /* ... and from a B far larger than L3 (4096 x 4096, rows 16 KiB
+         * apart), panel by panel down its whole height in 384-row blocks,
+         * as the pack-B loop walks it: the rows come from DRAM. */
+        const int64_t tall = 4096, across = 4096;
+        if ((size_t)(tall * across) * sizeof(float) + (size_t)kn * F->nr * sizeof(float) <= big_bytes) {
+            best_narrow = 1e300;
+            for (int r = 0; r < (o->quick ? 1 : 3); r++) {
+                const double t0 = now_ns();
+                for (int64_t j = 0; j + F->nr <= across; j += F->nr)
+                    for (int64_t p0 = 0; p0 < tall; p0 += kn)
+                        vx_pack_b(kn < tall - p0 ? kn : tall - p0, F->nr, big + p0 * across + j, across, 1, F->nr,
+                                  big + tall * across);
+                const double dt = now_ns() - t0;
+                best_narrow = dt < best_narrow ? dt : best_narrow;
+            }
+            t->pack_b_narrow_ns[1] = best_narrow / (double)(tall * (across / F->nr * F->nr));
+        }
     }
 
     /* Memory levels, one core. */
@@ -377,6 +433,8 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     /* a 384-deep panel with rows 8 KiB apart (2048 floats: a common layer
      * width, and the worst case for set aliasing) */
     t->bw_strided = strided_panel_bw(big, 384, 8192, passes * 4);
+    t->bw_stride_stream = stride_stream_bw(big, (size_t)(l3_share > 0 ? l3_share / 2 : 64 * hw->l2_bytes), 8192,
+                                           passes * 2);
     step(&pr, "DRAM read bandwidth, one core");
     t->bw_dram = read_bw(big, big_bytes, passes);
     step(&pr, "DRAM read bandwidth, all cores");
