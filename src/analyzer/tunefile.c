@@ -39,10 +39,9 @@ static vx_status say(vx_status s, char *why, size_t len, const char *fmt, ...)
     return s;
 }
 
-/* A finite number in [lo, hi] (integers are accepted as numbers). */
-static int get_num(json_t *o, const char *key, double lo, double hi, double *out)
+/* v is a finite number in [lo, hi] (integers are accepted as numbers). */
+static int finite_in(json_t *v, double lo, double hi, double *out)
 {
-    json_t *v = json_object_get(o, key);
     if (!json_is_number(v))
         return 0;
     const double x = json_number_value(v);
@@ -52,16 +51,14 @@ static int get_num(json_t *o, const char *key, double lo, double hi, double *out
     return 1;
 }
 
+static int get_num(json_t *o, const char *key, double lo, double hi, double *out)
+{
+    return finite_in(json_object_get(o, key), lo, hi, out);
+}
+
 static int num_at(json_t *a, size_t i, double lo, double hi, double *out)
 {
-    json_t *v = json_array_get(a, i);
-    if (!json_is_number(v))
-        return 0;
-    const double x = json_number_value(v);
-    if (!isfinite(x) || x < lo || x > hi)
-        return 0;
-    *out = x;
-    return 1;
+    return finite_in(json_array_get(a, i), lo, hi, out);
 }
 
 /* Sane ranges: wide enough for any real machine, narrow enough that a value

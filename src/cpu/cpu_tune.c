@@ -161,22 +161,25 @@ static double read_bw(const float *p, size_t bytes, int passes)
     return (double)bytes / best;
 }
 
-/* Bytes per ns re-reading a panel of `rows` 64-byte row pieces that lie
- * `stride` bytes apart, the way the in-place kernels walk B: one piece per
- * k step, the whole panel again for every row tile. At page-multiple strides
- * the pieces alias in the caches' sets and the prefetchers stop at every
- * page, so this is far below the streaming bandwidth. */
-__attribute__((target("avx2"))) static double strided_panel_bw(const float *p, int rows, size_t stride, int passes)
+/* Bytes per ns reading `rows` 64-byte row pieces that lie `stride` bytes
+ * apart, the whole sequence `reps` times per timed pass; best of `passes`.
+ * At page-multiple strides the pieces alias in the caches' sets and the
+ * prefetchers stop at every page, so this is far below the streaming rate.
+ *   reps > 1: the in-place kernels re-reading a B panel for every row tile;
+ *   reps = 1 over many rows: one pass, as the first row tile (or a small-m
+ *   call) walks B; the lines do not survive to the next pass. */
+__attribute__((target("avx2"))) static double strided_rows_bw(const float *p, size_t rows, size_t stride, int reps,
+                                                              int passes)
 {
     const size_t step = stride / sizeof(float);
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
     double best = 1e300;
     for (int pass = -1; pass < passes; pass++) {
         const double t0 = now_ns();
-        for (int rep = 0; rep < 16; rep++)
-            for (int r = 0; r < rows; r++) {
-                s0 = _mm256_add_ps(s0, _mm256_load_ps(p + (size_t)r * step));
-                s1 = _mm256_add_ps(s1, _mm256_load_ps(p + (size_t)r * step + 8));
+        for (int rep = 0; rep < reps; rep++)
+            for (size_t r = 0; r < rows; r++) {
+                s0 = _mm256_add_ps(s0, _mm256_load_ps(p + r * step));
+                s1 = _mm256_add_ps(s1, _mm256_load_ps(p + r * step + 8));
             }
         const double dt = now_ns() - t0;
         if (pass >= 0 && dt < best)
@@ -185,33 +188,7 @@ __attribute__((target("avx2"))) static double strided_panel_bw(const float *p, i
     float out[8];
     _mm256_storeu_ps(out, _mm256_add_ps(s0, s1));
     g_sink = out[0];
-    return 16.0 * rows * 64.0 / best;
-}
-
-/* Bytes per ns reading 64-byte row pieces `stride` bytes apart once, front
- * to back through `bytes` of memory (the first row tile of an in-place B,
- * or a small-m call, walks B like this); best of `passes`. The lines do not
- * survive between passes: at page-multiple strides they alias in L1 and L2. */
-__attribute__((target("avx2"))) static double stride_stream_bw(const float *p, size_t bytes, size_t stride,
-                                                               int passes)
-{
-    const size_t step = stride / sizeof(float), rows = bytes / stride;
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    double best = 1e300;
-    for (int pass = -1; pass < passes; pass++) {
-        const double t0 = now_ns();
-        for (size_t r = 0; r < rows; r++) {
-            s0 = _mm256_add_ps(s0, _mm256_load_ps(p + r * step));
-            s1 = _mm256_add_ps(s1, _mm256_load_ps(p + r * step + 8));
-        }
-        const double dt = now_ns() - t0;
-        if (pass >= 0 && dt < best)
-            best = dt;
-    }
-    float out[8];
-    _mm256_storeu_ps(out, _mm256_add_ps(s0, s1));
-    g_sink = out[0];
-    return (double)rows * 64.0 / best;
+    return (double)reps * (double)rows * 64.0 / best;
 }
 
 typedef struct {
@@ -432,9 +409,9 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     step(&pr, "strided panel read bandwidth");
     /* a 384-deep panel with rows 8 KiB apart (2048 floats: a common layer
      * width, and the worst case for set aliasing) */
-    t->bw_strided = strided_panel_bw(big, 384, 8192, passes * 4);
-    t->bw_stride_stream = stride_stream_bw(big, (size_t)(l3_share > 0 ? l3_share / 2 : 64 * hw->l2_bytes), 8192,
-                                           passes * 2);
+    t->bw_strided = strided_rows_bw(big, 384, 8192, 16, passes * 4);
+    t->bw_stride_stream =
+        strided_rows_bw(big, (size_t)(l3_share > 0 ? l3_share / 2 : 64 * hw->l2_bytes) / 8192, 8192, 1, passes * 2);
     step(&pr, "DRAM read bandwidth, one core");
     t->bw_dram = read_bw(big, big_bytes, passes);
     step(&pr, "DRAM read bandwidth, all cores");
