@@ -117,12 +117,6 @@ static void time_plans(const shape *s, const vx_gemm_plan *plans, int n, const b
     }
 }
 
-static int same_plan(const vx_gemm_plan *a, const vx_gemm_plan *b)
-{
-    return a->path == b->path && a->family == b->family && a->mr == b->mr && a->kc == b->kc && a->mc == b->mc &&
-           a->nc == b->nc && a->threads_m == b->threads_m && a->threads_n == b->threads_n;
-}
-
 static void selection_cost(const shape *shapes, int n, vx_isa isa, int threads)
 {
     enum { REPS = 20 };
@@ -302,7 +296,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nshapes; i++) {
         int c = 0;
         for (int j = 0; j < nshapes; j++)
-            c += same_plan(&res[i].best, &res[j].best);
+            c += vx_plan_same(&res[i].best, &res[j].best);
         if (c > win_count) {
             win_count = c;
             win = i;

@@ -51,9 +51,12 @@ static void plan_of(const vx_cpu_model *M, const vx_gemm_shape *s, vx_isa isa, c
 }
 
 /* The plan every shape can fall back on if the model cannot be built (out
- * of memory): the widest family's largest tile, packed, one thread. */
-static void fallback_plan(const vx_gemm_shape *s, vx_isa isa, vx_gemm_plan *out)
+ * of memory): the widest family's largest tile, packed, one thread. It is
+ * unpriced (predicted 0) and the only one ranked; returns that count, 1. */
+static int fallback(const vx_gemm_shape *s, vx_isa isa, vx_priced_plan *priced)
 {
+    vx_gemm_plan *out = &priced->plan;
+    priced->predicted_ns = 0;
     const vx_ukernel_set *set = vx_ukernels(isa);
     const vx_ukernel_family *F = &set->families[set->nfamilies - 1];
     memset(out, 0, sizeof *out);
@@ -66,9 +69,10 @@ static void fallback_plan(const vx_gemm_shape *s, vx_isa isa, vx_gemm_plan *out)
     out->mc = F->mr_max * 16;
     out->nc = F->nr * 16;
     out->threads_m = out->threads_n = out->threads = 1;
+    return 1;
 }
 
-static int same_plan(const vx_gemm_plan *a, const vx_gemm_plan *b)
+int vx_plan_same(const vx_gemm_plan *a, const vx_gemm_plan *b)
 {
     return a->path == b->path && a->family == b->family && a->mr == b->mr && a->kc == b->kc &&
            a->mc == b->mc && a->nc == b->nc && a->threads_m == b->threads_m && a->threads_n == b->threads_n;
@@ -90,22 +94,16 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
     const vx_cpu_model *M = vx_cpu_model_get(isa);
     if (max < 1)
         return 0;
-    if (!M) {
-        fallback_plan(s, isa, &out[0].plan);
-        out[0].predicted_ns = 0;
-        return 1;
-    }
+    if (!M)
+        return fallback(s, isa, out);
     vx_problem p;
     problem_of(s, &p);
     if (max_threads < 1)
         max_threads = 1;
     if (max == 1) {
         vx_choice ch;
-        if (vx_cost_search(&M->desc, &M->cand, &p, max_threads, &ch, 1, NULL) < 1) {
-            fallback_plan(s, isa, &out[0].plan);
-            out[0].predicted_ns = 0;
-            return 1;
-        }
+        if (vx_cost_search(&M->desc, &M->cand, &p, max_threads, &ch, 1, NULL) < 1)
+            return fallback(s, isa, out);
         plan_of(M, s, isa, &ch, &out[0].plan);
         out[0].predicted_ns = ch.ns;
         return 1;
@@ -113,11 +111,8 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
     /* Everything, then drop plans that would run identically. */
     const int all = M->cand.n1 * M->cand.n2;
     vx_choice *ch = malloc(sizeof *ch * (size_t)(all > 0 ? all : 1));
-    if (!ch) {
-        fallback_plan(s, isa, &out[0].plan);
-        out[0].predicted_ns = 0;
-        return 1;
-    }
+    if (!ch)
+        return fallback(s, isa, out);
     const int got = vx_cost_search(&M->desc, &M->cand, &p, max_threads, ch, all, NULL);
     int distinct = 0;
     for (int i = 0; i < got; i++) {
@@ -126,7 +121,7 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
         clip_blocks(s, &pl);
         int dup = 0;
         for (int j = 0; j < distinct && j < max && !dup; j++)
-            dup = same_plan(&out[j].plan, &pl);
+            dup = vx_plan_same(&out[j].plan, &pl);
         if (dup)
             continue;
         /* Beyond max only count: compare against those kept is enough for
@@ -138,12 +133,7 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
         distinct++;
     }
     free(ch);
-    if (distinct == 0) {
-        fallback_plan(s, isa, &out[0].plan);
-        out[0].predicted_ns = 0;
-        return 1;
-    }
-    return distinct;
+    return distinct > 0 ? distinct : fallback(s, isa, out);
 }
 
 /* The override replaces the fields it names. Path, nr and mr change which

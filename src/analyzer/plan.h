@@ -42,6 +42,9 @@ void vx_plan_gemm(const vx_gemm_shape *shape, vx_isa isa, int max_threads, vx_ge
  * thread-safe against concurrent dyn_gemm calls: set it before them. */
 void vx_plan_set_override(const vx_gemm_plan *o);
 
+/* 1 when two plans run the same way (path, tile, blocks, grid). */
+int vx_plan_same(const vx_gemm_plan *a, const vx_gemm_plan *b);
+
 /* A one-line human description, e.g. "packed avx512 14x32 mc=... t=1x2". */
 void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len);
 
