@@ -42,7 +42,7 @@ def fname(isa, nr, m, variant):
 
 SIG = ("(int64_t k, const float *restrict a, int64_t a_rs, int64_t a_cs, "
        "const float *restrict b, int64_t b_rs, float *restrict c, int64_t c_rs, "
-       "int64_t n, float alpha, float beta)")
+       "int64_t n, float alpha, float beta, const vx_epilogue *ep)")
 
 
 class Isa:
@@ -87,6 +87,12 @@ class Isa:
     def store(self, ptr, val):
         return f"{self.p}_storeu_ps({ptr}, {val});"
 
+    def add(self, x, y):
+        return f"{self.p}_add_ps({x}, {y})"
+
+    def relu(self, x):
+        return f"{self.p}_max_ps({x}, {self.zero()})"
+
     def mask_decl(self, v):
         """Mask of the valid lanes of vector column v given n."""
         w = self.w
@@ -95,6 +101,26 @@ class Isa:
                     f"(n > {w * v} ? (__mmask16)((1u << (n - {w * v})) - 1u) : (__mmask16)0);")
         return (f"const __m256i mk{v} = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - {w * v})), "
                 f"_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));")
+
+
+def epilogue(I, m, V):
+    """Store stage with a fused epilogue (the conv driver's last K block):
+    C = act(alpha*acc [+ beta*C] + bias_row[i] + bias_col[j]). Taken once per
+    tile, so its branches cost nothing next to the K loop."""
+    L = []
+    L.append(f"        const {I.vt} vb = {I.bcast('beta')};")
+    for v in range(V):
+        L.append(f"        const {I.vt} bc{v} = ep->bias_col ? {I.mload(v, f'ep->bias_col + {v * I.w}')} : {I.zero()};")
+    for i in range(m):
+        L.append(f"        {{ const {I.vt} br = ep->bias_row ? {I.bcast(f'ep->bias_row[{i}]')} : {I.zero()};")
+        for v in range(V):
+            ptr = f"c + {i} * c_rs + {v * I.w}"
+            L.append(f"          {{ {I.vt} t = {I.add(f'{I.p}_mul_ps(c{i}_{v}, va)', I.add('br', f'bc{v}'))};")
+            L.append(f"            if (beta != 0.0f) t = {I.fma(I.mload(v, ptr), 'vb', 't')};")
+            L.append(f"            if (ep->relu) t = {I.relu('t')};")
+            L.append(f"            {I.mstore(v, ptr, 't')} }}")
+        L.append("        }")
+    return L
 
 
 def kernel(isa, nr, m, variant, a_packed, b_packed):
@@ -187,7 +213,9 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
 
     # Store stage: C = alpha*acc + beta*C; beta == 0 never reads C.
     L.append(f"    const {I.vt} va = {I.bcast('alpha')};")
-    L.append("    if (beta == 0.0f) {")
+    L.append("    if (ep) {")
+    L += epilogue(I, m, V)
+    L.append("    } else if (beta == 0.0f) {")
     for i in range(m):
         for v in range(V):
             L.append(f"        {I.mstore(v, f'c + {i} * c_rs + {v * I.w}', f'{I.p}_mul_ps(c{i}_{v}, va)')}")

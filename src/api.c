@@ -109,7 +109,7 @@ VX_API vx_status dyn_gemm(vx_layout layout, vx_transpose transa, vx_transpose tr
 
     /* Canonical problem: C row-major with unit column stride. Column-major
      * computes C^T = op(B)^T op(A)^T, which is row-major with the same ldc. */
-    vx_gemm_args g;
+    vx_gemm_args g = {0};
     g.alpha = alpha;
     g.beta = beta;
     g.c = c;

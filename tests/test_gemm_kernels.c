@@ -151,7 +151,7 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
     memcpy(a_copy, a, sizeof(float) * (size_t)ea);
     memcpy(b_copy, b, sizeof(float) * (size_t)eb);
 
-    fam->kern[v][m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta);
+    fam->kern[v][m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL);
 
     cr_assert(memcmp(a, a_copy, sizeof(float) * (size_t)ea) == 0, "A modified: %s", desc);
     cr_assert(memcmp(b, b_copy, sizeof(float) * (size_t)eb) == 0, "B modified: %s", desc);

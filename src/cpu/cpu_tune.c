@@ -84,7 +84,7 @@ static double time_kernel(vx_ukernel_fn fn, int m, int nr, int64_t k, const l0_b
         const double t0 = now_ns();
         for (int64_t r = 0; r < reps; r++)
             for (int64_t q = 0; q < panels; q++)
-                fn(k, B->a + q * m * k, a_rs, a_cs, B->b, b_rs, B->c + q * m * nr, nr, nr, 1.0f, 1.0f);
+                fn(k, B->a + q * m * k, a_rs, a_cs, B->b, b_rs, B->c + q * m * nr, nr, nr, 1.0f, 1.0f, NULL);
         const double dt = (now_ns() - t0) / (double)(reps * panels);
         if (dt < best)
             best = dt;

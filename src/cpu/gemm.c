@@ -17,8 +17,64 @@ typedef struct {
     const vx_ukernel_family *fam;
     float *ws;          /* the caller's workspace: one slice per thread */
     size_t ws_a, ws_b;  /* floats of A and B buffer in a slice */
-    atomic_int next_cell; /* cells are handed out in order to whichever thread is free */
+    atomic_llong next_cell; /* cells are handed out in order to whichever thread is free */
 } job;
+
+/* One batch item's operands (a plain GEMM has the single item 0). */
+typedef struct {
+    int64_t item;
+    const float *a, *b, *bias_row, *bias_col;
+    float *c;
+} item_view;
+
+static int64_t item_off(const vx_gemm_args *g, vx_batch_stride s, int64_t item)
+{
+    const int64_t inner = g->batch_inner > 0 ? g->batch_inner : 1;
+    return (item / inner) * s.outer + (item % inner) * s.inner;
+}
+
+static item_view view_of(const vx_gemm_args *g, int64_t item)
+{
+    item_view v;
+    v.item = item;
+    v.a = g->a ? g->a + item_off(g, g->a_bs, item) : NULL;
+    v.b = g->b ? g->b + item_off(g, g->b_bs, item) : NULL;
+    v.c = g->c + item_off(g, g->c_bs, item);
+    v.bias_row = g->bias_row ? g->bias_row + item_off(g, g->bias_bs, item) : NULL;
+    v.bias_col = g->bias_col ? g->bias_col + item_off(g, g->bias_bs, item) : NULL;
+    return v;
+}
+
+/* The fused store for the tile at (i0, j0), or NULL: only the last K block
+ * of a problem with an epilogue carries one. */
+static const vx_epilogue *epilogue_at(const vx_gemm_args *g, const item_view *v, int last_k,
+                                      int64_t i0, int64_t j0, vx_epilogue *buf)
+{
+    if (!g->epilogue || !last_k)
+        return NULL;
+    buf->bias_row = v->bias_row ? v->bias_row + i0 : NULL;
+    buf->bias_col = v->bias_col ? v->bias_col + j0 : NULL;
+    buf->relu = g->relu;
+    return buf;
+}
+
+static void load_a(const vx_gemm_args *g, const item_view *v, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
+                   int mr, float *out)
+{
+    if (g->gather_a)
+        g->gather_a->pack(g->gather_a, v->item, i0, mb, p0, kb, mr, out);
+    else
+        vx_pack_a(mb, kb, v->a + i0 * g->a_rs + p0 * g->a_cs, g->a_rs, g->a_cs, mr, out);
+}
+
+static void load_b(const vx_gemm_args *g, const item_view *v, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
+                   int nr, float *out)
+{
+    if (g->gather_b)
+        g->gather_b->pack(g->gather_b, v->item, p0, kb, j0, nb, nr, out);
+    else
+        vx_pack_b(kb, nb, v->b + p0 * g->b_rs + j0 * g->b_cs, g->b_rs, g->b_cs, nr, out);
+}
 
 /* Effective L1 block for this problem: no larger than the problem itself. */
 static void block_sizes(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t *mc, int64_t *kc, int64_t *nc)
@@ -46,31 +102,34 @@ static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, 
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir.
  * Each B micro-panel (kc x nr) is reused by every A panel of the L2-resident
  * A block before the next one is touched. */
-static void run_packed(const job *J, float *ap, float *bp, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+static void run_packed(const job *J, const item_view *v, float *ap, float *bp, int64_t m0, int64_t m1,
+                       int64_t n0, int64_t n1)
 {
     const vx_gemm_args *g = J->g;
     const vx_gemm_plan *P = J->plan;
     const int mr = P->mr, nr = P->nr;
     const vx_ukernel_fn *kern = J->fam->kern[VX_UK_AP_BP];
     int64_t mc, kc, nc;
+    vx_epilogue epb;
     block_sizes(g, P, &mc, &kc, &nc);
     for (int64_t jc = n0; jc < n1; jc += nc) {
         const int64_t nb = min64(nc, n1 - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
             const int64_t kb = min64(kc, g->k - pc);
             const float beta = pc == 0 ? g->beta : 1.0f;
-            vx_pack_b(kb, nb, g->b + pc * g->b_rs + jc * g->b_cs, g->b_rs, g->b_cs, nr, bp);
+            const int last_k = pc + kb >= g->k;
+            load_b(g, v, pc, kb, jc, nb, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += mc) {
                 const int64_t mb = min64(mc, m1 - ic);
-                vx_pack_a(mb, kb, g->a + ic * g->a_rs + pc * g->a_cs, g->a_rs, g->a_cs, mr, ap);
+                load_a(g, v, ic, mb, pc, kb, mr, ap);
                 for (int64_t jr = 0; jr < nb; jr += nr) {
                     const int64_t nn = min64(nr, nb - jr);
                     const float *bpan = bp + jr * kb;
-                    float *cc = g->c + ic * g->c_rs + jc + jr;
+                    float *cc = v->c + ic * g->c_rs + jc + jr;
                     for (int64_t ir = 0; ir < mb; ir += mr) {
                         const int64_t mm = min64(mr, mb - ir);
                         kern[mm - 1](kb, ap + ir * kb, 0, 0, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn,
-                                     g->alpha, beta);
+                                     g->alpha, beta, epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb));
                     }
                 }
             }
@@ -82,29 +141,30 @@ static void run_packed(const job *J, float *ap, float *bp, int64_t m0, int64_t m
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
  * K is blocked (the plan's kc) and every row block of A passes over one
  * B block before the next is touched. */
-static void run_inplace(const job *J, float *bp, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int pack_b)
+static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0, int64_t m1, int64_t n0,
+                        int64_t n1, int pack_b)
 {
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
     const vx_ukernel_fn *kern = J->fam->kern[pack_b ? VX_UK_AS_BP : VX_UK_AS_BS];
+    vx_epilogue epb;
     for (int64_t j0 = n0; j0 < n1; j0 += nr) {
         const int64_t nn = min64(nr, n1 - j0);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
             const int64_t kb = min64(kc, g->k - pc);
             const float beta = pc == 0 ? g->beta : 1.0f;
-            const float *bpan = g->b + pc * g->b_rs + j0 * g->b_cs;
-            int64_t b_rs = g->b_rs;
-            if (pack_b) {
-                vx_pack_b(kb, nn, bpan, g->b_rs, g->b_cs, nr, bp);
-                bpan = bp;
-                b_rs = nr;
-            }
-            const float *apan = g->a + pc * g->a_cs;
+            const int last_k = pc + kb >= g->k;
+            const float *bpan = pack_b ? bp : v->b + pc * g->b_rs + j0 * g->b_cs;
+            const int64_t b_rs = pack_b ? nr : g->b_rs;
+            if (pack_b)
+                load_b(g, v, pc, kb, j0, nn, nr, bp);
+            const float *apan = v->a + pc * g->a_cs;
             for (int64_t i0 = m0; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
                 kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
-                             g->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta);
+                             v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
+                             epilogue_at(g, v, last_k, i0, j0, &epb));
             }
         }
     }
@@ -117,21 +177,25 @@ static void task(void *ctx, int tid, int nthreads)
 {
     job *J = ctx;
     const vx_gemm_plan *P = J->plan;
-    const int cells = P->threads_m * P->threads_n;
+    const int grid = P->threads_m * P->threads_n;
+    const int64_t cells = (int64_t)grid * (J->g->batch > 0 ? J->g->batch : 1);
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
     (void)nthreads;
-    for (int cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
-        const int ti = cell / P->threads_n, tj = cell % P->threads_n;
+    for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
+        const int64_t item = cell / grid;
+        const int rest = (int)(cell % grid);
+        const int ti = rest / P->threads_n, tj = rest % P->threads_n;
         int64_t m0, m1, n0, n1;
         split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
         split(J->g->n, P->nr, P->threads_n, tj, &n0, &n1);
         if (m0 >= m1 || n0 >= n1)
             continue;
+        const item_view v = view_of(J->g, item);
         switch (P->path) {
-        case VX_PATH_DIRECT: run_inplace(J, bp, m0, m1, n0, n1, 0); break;
-        case VX_PATH_PACK_B: run_inplace(J, bp, m0, m1, n0, n1, 1); break;
-        default: run_packed(J, ap, bp, m0, m1, n0, n1); break;
+        case VX_PATH_DIRECT: run_inplace(J, &v, bp, m0, m1, n0, n1, 0); break;
+        case VX_PATH_PACK_B: run_inplace(J, &v, bp, m0, m1, n0, n1, 1); break;
+        default: run_packed(J, &v, ap, bp, m0, m1, n0, n1); break;
         }
     }
 }
@@ -142,11 +206,13 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *thre
     if (plan->family < 0 || plan->family >= set->nfamilies || plan->mr < 1 ||
         plan->mr > set->families[plan->family].mr_max)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: invalid plan (family %d, mr %d)", plan->family, plan->mr);
-    if (plan->path == VX_PATH_DIRECT && g->b_cs != 1)
-        return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows");
+    if (plan->path == VX_PATH_DIRECT && (g->b_cs != 1 || g->gather_b))
+        return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows in place");
+    if (plan->path != VX_PATH_PACKED && g->gather_a)
+        return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: a gathered A needs the packed plan");
     job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0 };
-    const int cells = plan->threads_m * plan->threads_n;
-    const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : cells;
+    const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * (g->batch > 0 ? g->batch : 1);
+    const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : (int)cells;
     /* All packing memory is taken before anything is written, so running out
      * of it leaves C untouched. 16 floats of slack keep slices 64-byte aligned. */
     if (plan->path == VX_PATH_PACKED) {

@@ -1,12 +1,30 @@
 /* CPU GEMM driver: executes a plan (L2 thread grid, L1 blocking + packing or
- * in-place operands, L0 micro-kernels) on a canonical problem. */
+ * in-place operands, L0 micro-kernels) on a canonical problem. The same
+ * driver runs convolutions as implicit GEMMs: an operand may be gathered
+ * (im2col on the fly, straight into the packed CacheBuffer) instead of read
+ * from a strided matrix, a batch of independent problems shares one plan and
+ * one parallel region, and bias + ReLU ride in the micro-kernel's store. */
 #ifndef VX_CPU_GEMM_H
 #define VX_CPU_GEMM_H
 
 #include <stdint.h>
 
 #include "analyzer/plan.h"
+#include "cpu/ukernel.h"
 #include "vortex/vortex.h"
+
+/* An operand produced by a load stage instead of a strided matrix. pack()
+ * writes rows [r0, r0 + rows) x columns [c0, c0 + cols) of batch item `item`
+ * in the packed layout of vx_pack_a (A: panels of `panel` rows) or vx_pack_b
+ * (B: panels of `panel` columns, zero-padded), see cpu/pack.h. */
+typedef struct vx_gather {
+    void (*pack)(const struct vx_gather *self, int64_t item, int64_t r0, int64_t rows,
+                 int64_t c0, int64_t cols, int panel, float *out);
+    const void *ctx;
+} vx_gather;
+
+/* Offsets (in floats) of batch item i = outer * inner_count + inner. */
+typedef struct { int64_t outer, inner; } vx_batch_stride;
 
 /* C[i][j] = alpha * sum_p A[i][p] B[p][j] + beta * C[i][j], with
  * A[i][p] = a[i*a_rs + p*a_cs], B[p][j] = b[p*b_rs + j*b_cs], C[i][j] = c[i*c_rs + j].
@@ -20,6 +38,12 @@ typedef struct {
     int64_t b_rs, b_cs;
     float *c;
     int64_t c_rs;
+    /* Extensions (all zero for a plain GEMM). */
+    const vx_gather *gather_a, *gather_b; /* non-NULL: the operand is gathered (a/b unused) */
+    int64_t batch, batch_inner;           /* items = batch (0 means 1); item splits by batch_inner */
+    vx_batch_stride a_bs, b_bs, c_bs, bias_bs;
+    const float *bias_row, *bias_col;     /* epilogue bias per row of C / per column, or NULL */
+    int relu, epilogue;                   /* epilogue != 0: apply bias/relu after the last K block */
 } vx_gemm_args;
 
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */

@@ -5,7 +5,7 @@
  *     C[i][j] = alpha * sum_p A[i][p] * B[p][j] + beta * C[i][j]
  * for i < m, j < n, with C[i][j] at c[i*c_rs + j]. beta == 0 never reads C.
  * Only the n valid columns of C are read or written (masked edges), so no
- * caller ever pads C.
+ * caller ever pads C. A non-NULL ep fuses bias and ReLU into the store.
  *
  * Operand modes (the variant):
  *   A packed : A[i][p] = a[p*m + i]           (a_rs, a_cs ignored)
@@ -20,9 +20,20 @@
 
 typedef enum { VX_ISA_AVX2 = 0, VX_ISA_AVX512 = 1, VX_ISA_COUNT = 2 } vx_isa;
 
+/* The store stage's fused epilogue (convolution: bias, then activation):
+ *     C[i][j] = act(alpha*acc + beta*C[i][j] + bias_row[i] + bias_col[j])
+ * with either bias pointer NULL for none (bias_row holds m floats, bias_col
+ * the n valid columns) and act = max(0, .) when relu. A NULL epilogue is the
+ * plain GEMM store. */
+typedef struct {
+    const float *bias_row;
+    const float *bias_col;
+    int relu;
+} vx_epilogue;
+
 typedef void (*vx_ukernel_fn)(int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
                               const float *b, int64_t b_rs, float *c, int64_t c_rs,
-                              int64_t n, float alpha, float beta);
+                              int64_t n, float alpha, float beta, const vx_epilogue *ep);
 
 typedef enum {
     VX_UK_AP_BP = 0,   /* packed A, packed B: the blocked (L1) path */
