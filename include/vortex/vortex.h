@@ -1,4 +1,4 @@
-/* Vortex: dynamic-shape GEMM (and later conv2d) for CPUs and GPUs.
+/* Vortex: dynamic-shape GEMM and 2-D convolution for CPUs and GPUs.
  *
  * The only header a user includes. All functions are thread-safe.
  * Argument semantics follow cblas_sgemm; see README.md for the rules
@@ -54,6 +54,34 @@ VX_API const char *vx_last_error(void);
  * number of physical cores. n <= 0 restores that default. */
 VX_API int  vx_get_num_threads(void);
 VX_API void vx_set_num_threads(int n);
+
+/* ---- 2-D convolution ------------------------------------------------------ */
+
+typedef enum { VX_NCHW = 0, VX_NHWC = 1 } vx_tensor_layout;   /* filter: KCRS for NCHW, KRSC for NHWC */
+typedef enum { VX_ACT_NONE = 0, VX_ACT_RELU = 1 } vx_activation;
+typedef struct {
+    vx_tensor_layout layout;
+    int64_t n, c, h, w;            /* input batch, channels, height, width */
+    int64_t k, r, s;               /* output channels, filter height, filter width */
+    int64_t stride_h, stride_w;    /* >= 1 */
+    int64_t pad_h, pad_w;          /* symmetric zero padding, >= 0 */
+    int64_t dilation_h, dilation_w;/* >= 1 */
+    int64_t groups;                /* >= 1, divides c and k; filter holds c/groups input channels */
+    vx_activation activation;      /* applied after the bias */
+} vx_conv2d_params;
+
+/* output = act(conv(input, filter) + bias), cross-correlation as in every DL
+ * framework. output is n x k x p x q (NCHW) or n x p x q x k (NHWC) with
+ * p = (h + 2*pad_h - dilation_h*(r-1) - 1)/stride_h + 1, q likewise.
+ * Input group g uses channels [g*c/groups, (g+1)*c/groups) and produces
+ * output channels [g*k/groups, (g+1)*k/groups). bias is NULL or k values.
+ * The output is written, never read. On any error nothing is written and
+ * vx_last_error() says why. */
+VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const float *filter,
+                            const float *bias /* NULL or k values */, float *output);
+
+/* The output height and width for p (checks p as dyn_conv2d does). */
+VX_API vx_status vx_conv2d_output_dims(const vx_conv2d_params *p, int64_t *out_h, int64_t *out_w);
 
 #ifdef __cplusplus
 }

@@ -145,13 +145,21 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     return d->mode_ns[VX_LOAD_NONE] + compute + a_stream + b_stream;
 }
 
+/* The load modes this problem's operands allow. */
+static int mode_ok(const vx_problem *p, int mode)
+{
+    if (mode == VX_LOAD_COPY_AB)
+        return 1;
+    return p->a_in_place_ok && (mode == VX_LOAD_COPY_B || p->b_in_place_ok);
+}
+
 double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l1, int l2)
 {
     const vx_l1_cand *b = &c->l1[l1];
     const vx_l0_cand *t = &c->l0[b->l0];
     const vx_l0_family *F = &d->fam[t->fam];
     grid_ctx x;
-    if ((b->mode == VX_LOAD_NONE && !p->b_in_place_ok) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
+    if (!mode_ok(p, b->mode) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
     return x.fixed + price_cell(d, p, F, t->m, b, &x);
 }
@@ -231,7 +239,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
             if (!grid_setup(d, p, c->l0[i].m, F->n, G, &v.x))
                 continue;
             for (int mode = 0; mode < VX_LOAD_MODES; mode++)
-                if (F->modes_ok[mode] && (mode != VX_LOAD_NONE || p->b_in_place_ok)) {
+                if (F->modes_ok[mode] && mode_ok(p, mode)) {
                     v.bound[mode] = mode_bound(d, p, F, c->l0[i].m, mode, &v.x);
                     v.lb = fmin(v.lb, v.bound[mode]);
                 }
@@ -258,7 +266,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         for (int j = first; j < end; j++) {
             const vx_l1_cand *b = &c->l1[j];
             considered++;
-            if ((b->mode == VX_LOAD_NONE && !p->b_in_place_ok) || (nout == max && bound[b->mode] >= out[max - 1].ns))
+            if (!mode_ok(p, b->mode) || (nout == max && bound[b->mode] >= out[max - 1].ns))
                 continue;
             const double ns = x->fixed + price_cell(d, p, F, t->m, b, x);
             insert(out, &nout, max, (vx_choice){ j, gs[q].g, ns });

@@ -89,6 +89,7 @@ typedef struct {
     double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */
+    double direct_ns_per_flop; /* a direct convolution kernel (depthwise) on one unit */
     double mode_ns[VX_LOAD_MODES]; /* what a load mode adds to it (set-up of its buffers) */
 } vx_device_desc;
 
@@ -122,6 +123,7 @@ typedef struct {
     int64_t m, n, k;
     int a_trans, b_trans;      /* operand read across its unit stride when copied */
     int b_in_place_ok;         /* B's rows are unit-stride (VX_LOAD_NONE allowed) */
+    int a_in_place_ok;         /* A exists as a matrix (else only VX_LOAD_COPY_AB) */
     int units_warm;            /* the units are still busy-waiting from a recent region */
 } vx_problem;
 

@@ -23,7 +23,8 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->k = s->k;
     p->a_trans = !s->a_unit_stride;
     p->b_trans = !s->b_unit_stride;
-    p->b_in_place_ok = s->b_unit_stride;
+    p->b_in_place_ok = s->b_unit_stride && !s->b_gathered;
+    p->a_in_place_ok = !s->a_gathered;
     p->units_warm = s->pool_warm != 0;
 }
 
@@ -141,10 +142,12 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
 static void apply_override(const vx_gemm_shape *s, const vx_gemm_plan *ov, vx_gemm_plan *out)
 {
     const vx_ukernel_set *set = vx_ukernels(out->isa);
-    if (ov->path)
+    if (ov->path && ov->path != VX_PATH_CONV_DIRECT)
         out->path = ov->path;
-    if (out->path == VX_PATH_DIRECT && !s->b_unit_stride)
+    if (out->path == VX_PATH_DIRECT && (!s->b_unit_stride || s->b_gathered))
         out->path = VX_PATH_PACK_B;
+    if (s->a_gathered)
+        out->path = VX_PATH_PACKED;
     if (ov->nr)
         for (int f = 0; f < set->nfamilies; f++)
             if (set->families[f].nr == ov->nr) {
@@ -195,13 +198,26 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
     }
     const vx_plan_key key = { s->m, s->n, s->k,
                               (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int64_t)isa << 2) |
-                                  ((int64_t)(s->pool_warm != 0) << 4) | ((int64_t)max_threads << 5) };
+                                  ((int64_t)(s->pool_warm != 0) << 4) | ((int64_t)max_threads << 5) |
+                                  ((int64_t)(s->a_gathered != 0) << 40) | ((int64_t)(s->b_gathered != 0) << 41),
+                              0 };
     if (vx_plan_cache_get(&key, out))
         return;
     vx_priced_plan best;
     vx_gemm_rank(s, isa, max_threads, &best, 1);
     *out = best.plan;
     vx_plan_cache_put(&key, out);
+}
+
+int vx_plan_apply_override(const vx_gemm_shape *s, vx_gemm_plan *plan, vx_path *path)
+{
+    if (!atomic_load_explicit(&g_have_override, memory_order_acquire))
+        return 0;
+    if (path)
+        *path = g_override.path;
+    if (plan && plan->path != VX_PATH_CONV_DIRECT)
+        apply_override(s, &g_override, plan);
+    return 1;
 }
 
 void vx_plan_set_override(const vx_gemm_plan *o)
@@ -217,13 +233,17 @@ void vx_plan_set_override(const vx_gemm_plan *o)
 
 void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
 {
-    static const char *paths[] = { "auto", "packed", "pack_b", "direct" };
+    static const char *paths[] = { "auto", "packed", "pack_b", "direct", "conv_direct", "?", "?", "?" };
+    if (p->path == VX_PATH_CONV_DIRECT) {
+        snprintf(buf, (size_t)len, "conv_direct %s threads=%d", vx_ukernels(p->isa)->name, p->threads);
+        return;
+    }
     if (p->path == VX_PATH_PACKED)
         snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d threads=%d",
-                 paths[p->path & 3], vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->mc,
+                 paths[p->path & 7], vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->mc,
                  (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n, p->threads);
     else
-        snprintf(buf, (size_t)len, "%s %s %dx%d kc=%lld grid=%dx%d threads=%d", paths[p->path & 3],
+        snprintf(buf, (size_t)len, "%s %s %dx%d kc=%lld grid=%dx%d threads=%d", paths[p->path & 7],
                  vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->kc, p->threads_m, p->threads_n,
                  p->threads);
 }

@@ -11,7 +11,8 @@ typedef enum {
     VX_PATH_AUTO = 0,
     VX_PATH_PACKED = 1,   /* L1 blocking, A and B packed into CacheBuffers */
     VX_PATH_PACK_B = 2,   /* A in place, B packed per nr panel (no blocking) */
-    VX_PATH_DIRECT = 3    /* A and B in place (needs unit-stride B rows) */
+    VX_PATH_DIRECT = 3,   /* A and B in place (needs unit-stride B rows) */
+    VX_PATH_CONV_DIRECT = 4 /* convolution only: the direct (depthwise) kernel family */
 } vx_path;
 
 /* The shape the planner sees (after the API has canonicalised the call so
@@ -21,6 +22,8 @@ typedef struct {
     int b_unit_stride;    /* B[p][j+1] is next to B[p][j] */
     int a_unit_stride;    /* A[i][p+1] is next to A[i][p] */
     int pool_warm;        /* the thread pool's workers still spin (vx_pool_warm) */
+    int a_gathered;       /* A is produced by a gather (conv's im2col): packed plans only */
+    int b_gathered;       /* B is produced by a gather: B is never read in place */
 } vx_gemm_shape;
 
 typedef struct {
@@ -41,6 +44,12 @@ void vx_plan_gemm(const vx_gemm_shape *shape, vx_isa isa, int max_threads, vx_ge
  * threads_n, threads; isa is ignored, use VORTEX_ISA). NULL clears it. Not
  * thread-safe against concurrent dyn_gemm calls: set it before them. */
 void vx_plan_set_override(const vx_gemm_plan *o);
+
+/* For planners built on this one (convolution): when an override is set,
+ * apply it to *plan (a GEMM plan for shape s; NULL: only ask), report its
+ * path through *path (may be NULL) and return 1; else return 0 and change
+ * nothing. */
+int vx_plan_apply_override(const vx_gemm_shape *s, vx_gemm_plan *plan, vx_path *path);
 
 /* 1 when two plans run the same way (path, tile, blocks, grid). */
 int vx_plan_same(const vx_gemm_plan *a, const vx_gemm_plan *b);

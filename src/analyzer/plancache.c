@@ -11,7 +11,7 @@
 #include <string.h>
 
 enum { SLOTS = 2048 };
-enum { KEY_WORDS = 4, PLAN_WORDS = (sizeof(vx_gemm_plan) + 7) / 8 };
+enum { KEY_WORDS = 5, PLAN_WORDS = (sizeof(vx_gemm_plan) + 7) / 8 };
 
 typedef struct {
     _Atomic uint64_t seq; /* odd while being written */
@@ -27,7 +27,8 @@ static void pack_key(const vx_plan_key *k, uint64_t w[KEY_WORDS])
     w[0] = (uint64_t)k->m;
     w[1] = (uint64_t)k->n;
     w[2] = (uint64_t)k->k;
-    w[3] = ((uint64_t)k->flags << 20) ^ atomic_load_explicit(&g_generation, memory_order_relaxed);
+    w[3] = (uint64_t)k->flags;
+    w[4] = ((uint64_t)k->items << 16) ^ atomic_load_explicit(&g_generation, memory_order_relaxed);
 }
 
 static slot *slot_of(const uint64_t w[KEY_WORDS])
@@ -36,6 +37,7 @@ static slot *slot_of(const uint64_t w[KEY_WORDS])
     h ^= w[1] * 0xC2B2AE3D27D4EB4Full;
     h ^= w[2] * 0x165667B19E3779F9ull;
     h ^= w[3] * 0x27D4EB2F165667C5ull;
+    h ^= w[4] * 0x94D049BB133111EBull;
     return &g_slots[(h ^ (h >> 29)) % SLOTS];
 }
 

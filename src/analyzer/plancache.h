@@ -10,6 +10,7 @@
 typedef struct {
     int64_t m, n, k;
     int64_t flags; /* strides, ISA and thread budget, packed by the caller */
+    int64_t items; /* a convolution's independent GEMM items (0 for a GEMM) */
 } vx_plan_key;
 
 /* Copy the cached plan for key into *out; 1 on a hit, 0 on a miss. */

@@ -47,6 +47,18 @@ static void describe(vx_isa isa, vx_device_desc *d)
             }
         }
     }
+    /* The direct (depthwise) family loads an input and a filter vector for
+     * every FMA, so the load ports hold it to half the FMA rate at best, and
+     * short rows and padded edges take more: priced at 2.5x the best tile's
+     * time per flop (an estimate, not measured yet). */
+    double best_flops_per_ns = 0;
+    for (int f = 0; f < d->nfamilies; f++)
+        for (int m = 1; m <= d->fam[f].m_max; m++)
+            if (d->fam[f].rate[0][m - 1].p > 0) {
+                const double r = 2.0 * m * d->fam[f].n / d->fam[f].rate[0][m - 1].p;
+                best_flops_per_ns = r > best_flops_per_ns ? r : best_flops_per_ns;
+            }
+    d->direct_ns_per_flop = best_flops_per_ns > 0 ? 2.5 / best_flops_per_ns : 0.05;
     d->reg_limit = set->vec_registers;
     d->acc_min = ACCUMULATORS_MIN;
     d->keep_per_family = 3;

@@ -126,6 +126,29 @@ void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, i
     }
 }
 
+__attribute__((target("avx2")))
+void vx_pack_rows_t(const float *const *src, int nrows, int64_t len, float *dst, int64_t ld)
+{
+    for (int i0 = 0; i0 < nrows; i0 += 8) {
+        const int nj = nrows - i0 < 8 ? nrows - i0 : 8;
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        int64_t q = 0;
+        for (; q + 8 <= len; q += 8) {
+            __m256 r[8];
+            for (int j = 0; j < 8; j++)
+                r[j] = j < nj && src[i0 + j] ? _mm256_loadu_ps(src[i0 + j] + q) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int p = 0; p < 8; p++)
+                _mm256_maskstore_ps(dst + (q + p) * ld + i0, mask, r[p]);
+        }
+        for (int j = 0; j < nj; j++) {
+            const float *row = src[i0 + j];
+            for (int64_t t = q; t < len; t++)
+                dst[t * ld + i0 + j] = row ? row[t] : 0.0f;
+        }
+    }
+}
+
 enum { SLOTS = 2 };
 
 typedef struct {

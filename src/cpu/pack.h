@@ -15,6 +15,11 @@ void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, i
  * columns: panel q holds out[q*nr*kb + p*nr + j], columns past nb zeroed. */
 void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, int nr, float *out);
 
+/* The transposing gather under convolution's loads: dst[q*ld + i] =
+ * src[i][q] for i < nrows, q < len, where a NULL src[i] (a row of zero
+ * padding) reads as zeros. */
+void vx_pack_rows_t(const float *const *src, int nrows, int64_t len, float *dst, int64_t ld);
+
 /* A per-thread, 64-byte aligned scratch buffer that grows on demand and is
  * freed when the thread exits. slot selects one of a few independent buffers.
  * Returns NULL when memory runs out. */

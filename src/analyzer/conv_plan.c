@@ -1,0 +1,155 @@
+/* Convolution plan selection: the implicit-GEMM view of a convolution, the
+ * GEMM cost model priced over its items two ways (each item split over the
+ * threads, or the items shared among them), the direct family's cost for
+ * depthwise convolutions, and the shared plan cache in front. */
+#include "analyzer/conv_plan.h"
+
+#include <string.h>
+
+#include "analyzer/plancache.h"
+#include "cpu/cpu_levels.h"
+
+static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->p = (p->h + 2 * p->pad_h - p->dilation_h * (p->r - 1) - 1) / p->stride_h + 1;
+    v->q = (p->w + 2 * p->pad_w - p->dilation_w * (p->s - 1) - 1) / p->stride_w + 1;
+    v->cg = p->c / p->groups;
+    v->kg = p->k / p->groups;
+    v->pointwise = p->r == 1 && p->s == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
+                   p->pad_w == 0;
+    v->depthwise = v->cg == 1 && p->groups > 1;
+    const int64_t red = p->r * p->s * v->cg;
+    if (p->layout == VX_NHWC) {
+        v->m = p->n * v->p * v->q;
+        v->n = v->kg;
+        v->k = red;
+        v->items = p->groups;
+        /* A: pixels x (r, s, c'), channels contiguous; B: the filter read
+         * across its rows (KRSC holds B transposed). */
+        v->shape.a_unit_stride = 1;
+        v->shape.a_gathered = !v->pointwise;
+        v->shape.b_unit_stride = red == 1;
+    } else {
+        v->m = v->kg;
+        v->n = v->p * v->q;
+        v->k = red;
+        v->items = p->n * p->groups;
+        /* A: the filter, row-major; B: (c', r, s) x pixels, pixels contiguous. */
+        v->shape.a_unit_stride = 1;
+        v->shape.b_unit_stride = 1;
+        v->shape.b_gathered = !v->pointwise;
+    }
+    v->shape.m = v->m;
+    v->shape.n = v->n;
+    v->shape.k = v->k;
+}
+
+/* Direct family: every output element is one dot product of r*s terms; the
+ * output is written once and the input read about once. */
+static double direct_ns(const vx_device_desc *d, const vx_conv_view *v, int max_threads, int warm)
+{
+    const double flops = 2.0 * (double)v->m * (double)v->n * (double)v->k * (double)v->items;
+    const double bytes = 2.0 * d->elem_bytes * (double)v->m * (double)v->n * (double)v->items;
+    const int64_t rows = v->m * v->items;
+    const int t = (int)(rows < max_threads ? rows : max_threads);
+    const double compute = flops * d->direct_ns_per_flop / t;
+    const double stream = bytes / d->bw_shared;
+    return d->call_ns + (t > 1 ? d->parallel_ns[warm ? 1 : 0] : 0.0) + (compute > stream ? compute : stream);
+}
+
+static void insert(vx_priced_plan *out, int *n, int max, const vx_priced_plan *v)
+{
+    if (*n == max && v->predicted_ns >= out[max - 1].predicted_ns)
+        return;
+    int i = *n < max ? (*n)++ : max - 1;
+    while (i > 0 && out[i - 1].predicted_ns > v->predicted_ns) {
+        out[i] = out[i - 1];
+        i--;
+    }
+    out[i] = *v;
+}
+
+int vx_conv_rank(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_priced_plan *out,
+                 int max)
+{
+    vx_conv_view v;
+    vx_conv_view_of(p, &v);
+    v.shape.pool_warm = pool_warm;
+    if (max_threads < 1)
+        max_threads = 1;
+    const vx_cpu_model *M = vx_cpu_model_get(isa);
+    const vx_device_desc *d = M ? &M->desc : NULL;
+    const double call = d ? d->call_ns : 0, region = d ? d->parallel_ns[pool_warm ? 1 : 0] : 0;
+    int n = 0;
+    vx_priced_plan pp;
+
+    /* Each item split over all the threads, the items one after another in
+     * one parallel region: the call and the region are paid once. */
+    vx_gemm_rank(&v.shape, isa, max_threads, &pp, 1);
+    const double fixed = call + (pp.plan.threads > 1 ? region : 0.0);
+    const double per_item = pp.predicted_ns > fixed ? pp.predicted_ns - fixed : 0.0;
+    pp.predicted_ns = fixed + per_item * (double)v.items;
+    insert(out, &n, max, &pp);
+
+    /* The items shared among the threads, one thread each. */
+    if (v.items > 1 && max_threads > 1) {
+        vx_gemm_rank(&v.shape, isa, 1, &pp, 1);
+        const int t = (int)(v.items < max_threads ? v.items : max_threads);
+        const double one = pp.predicted_ns > call ? pp.predicted_ns - call : 0.0;
+        pp.plan.threads = t;
+        pp.predicted_ns = call + region + one * (double)cdiv(v.items, t);
+        insert(out, &n, max, &pp);
+    }
+
+    if (v.depthwise && d && p->r * p->s <= VX_CONV_DIRECT_MAX_TAPS) {
+        memset(&pp.plan, 0, sizeof pp.plan);
+        pp.plan.isa = isa;
+        pp.plan.path = VX_PATH_CONV_DIRECT;
+        const int64_t rows = v.m * v.items;
+        pp.plan.threads = (int)(rows < max_threads ? rows : max_threads);
+        pp.plan.threads_m = pp.plan.threads_n = 1;
+        pp.predicted_ns = direct_ns(d, &v, max_threads, pool_warm);
+        insert(out, &n, max, &pp);
+    }
+    return n;
+}
+
+void vx_plan_conv(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_gemm_plan *out)
+{
+    vx_conv_view v;
+    vx_conv_view_of(p, &v);
+    if (max_threads < 1)
+        max_threads = 1;
+    /* The choice depends only on the view: key it by that. */
+    const vx_plan_key key = { v.m, v.n, v.k,
+                              ((int64_t)1 << 50) | (int64_t)p->layout | ((int64_t)v.pointwise << 1) |
+                                  ((int64_t)v.depthwise << 2) | ((int64_t)isa << 3) |
+                                  ((int64_t)(pool_warm != 0) << 5) | ((int64_t)max_threads << 6),
+                              v.items };
+    vx_path forced = VX_PATH_AUTO;
+    if (vx_plan_apply_override(&v.shape, NULL, &forced)) {
+        /* Testing: the best GEMM plan with the override applied, or the
+         * direct family when the override names it and it applies. */
+        vx_priced_plan ranked[3];
+        const int got = vx_conv_rank(p, isa, max_threads, pool_warm, ranked, 3);
+        *out = ranked[0].plan;
+        for (int i = 0; i < got; i++) {
+            const int direct = ranked[i].plan.path == VX_PATH_CONV_DIRECT;
+            if (direct == (forced == VX_PATH_CONV_DIRECT)) {
+                *out = ranked[i].plan;
+                break;
+            }
+        }
+        vx_plan_apply_override(&v.shape, out, NULL);
+        return;
+    }
+    if (vx_plan_cache_get(&key, out))
+        return;
+    vx_priced_plan best;
+    vx_conv_rank(p, isa, max_threads, pool_warm, &best, 1);
+    *out = best.plan;
+    vx_plan_cache_put(&key, out);
+}

@@ -1,0 +1,48 @@
+/* Convolution plans. A convolution runs as an implicit GEMM through the same
+ * levels and the same cost model as dyn_gemm (one GEMM per item: a group, or
+ * an image and a group), or, when every group holds one input channel
+ * (depthwise), through a direct kernel family; the analyzer prices both and
+ * the cheaper runs. The geometry here is device-neutral. */
+#ifndef VX_ANALYZER_CONV_PLAN_H
+#define VX_ANALYZER_CONV_PLAN_H
+
+#include <stdint.h>
+
+#include "analyzer/plan.h"
+#include "analyzer/select.h"
+#include "vortex/vortex.h"
+
+/* The direct family holds a pixel's filter taps in a fixed table. */
+enum { VX_CONV_DIRECT_MAX_TAPS = 64 };
+
+/* The implicit-GEMM view of a (valid) convolution.
+ *   NHWC: C[pixel][k'] = sum over (r, s, c') of patch[pixel][(r, s, c')] filter[k'][(r, s, c')]
+ *         m = n*p*q pixels, n = k/groups, k = r*s*c/groups; items = groups
+ *   NCHW: C[k'][pixel] = sum over (c', r, s) of filter[k'][(c', r, s)] patch[(c', r, s)][pixel]
+ *         m = k/groups, n = p*q, k = c/groups*r*s; items = images x groups
+ * The patch operand (A for NHWC, B for NCHW) is gathered straight into the
+ * packed buffer, except for pointwise convolutions (1x1, stride 1, no
+ * padding), where it is the input itself, read like any GEMM operand. */
+typedef struct {
+    int64_t p, q;              /* output height and width */
+    int64_t cg, kg;            /* input and output channels per group */
+    int64_t m, n, k, items;    /* one GEMM item and how many there are */
+    int pointwise, depthwise;  /* depthwise: one input channel per group */
+    vx_gemm_shape shape;       /* what the GEMM planner sees for one item */
+} vx_conv_view;
+
+/* Fill *v for valid parameters (checked by the caller). */
+void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v);
+
+/* The plan for p: a GEMM plan run on every item (threads > 1 with a 1x1
+ * grid means the items are shared among the threads, one thread each), or
+ * path VX_PATH_CONV_DIRECT. Cached like GEMM plans. Never fails. */
+void vx_plan_conv(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_gemm_plan *out);
+
+/* The priced alternatives for p, cheapest first (at most max written):
+ * each item split over the threads, items shared among the threads, and the
+ * direct family where it applies. Returns how many were written. */
+int vx_conv_rank(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_priced_plan *out,
+                 int max);
+
+#endif

@@ -1,0 +1,137 @@
+/* dyn_conv2d and vx_conv2d_output_dims: parameter checks (nothing is written
+ * on a bad call), plan selection (analyzer/conv_plan.h), the CPU run and
+ * the VORTEX_VERBOSE log line. */
+#include <stdio.h>
+#include <time.h>
+
+#include "analyzer/conv_plan.h"
+#include "cpu/conv.h"
+#include "cpu/isa.h"
+#include "cpu/threadpool.h"
+#include "runtime.h"
+#include "status.h"
+#include "vortex/vortex.h"
+
+static vx_status bad(const char *fn, const char *what, long long v)
+{
+    return vx_fail(VX_ERR_INVALID_ARG, "%s: %s (got %lld)", fn, what, v);
+}
+
+/* a * b * c * d into *out; 0 on overflow. */
+static int mul4(int64_t a, int64_t b, int64_t c, int64_t d, int64_t *out)
+{
+    int64_t t;
+    return !__builtin_mul_overflow(a, b, &t) && !__builtin_mul_overflow(t, c, &t) &&
+           !__builtin_mul_overflow(t, d, &t) && !__builtin_mul_overflow(t, (int64_t)sizeof(float), out);
+}
+
+/* One output extent: (in + 2 pad - dil (f - 1) - 1) / stride + 1, computed
+ * without overflow; <= 0 when the filter does not fit. */
+static int out_extent(int64_t in, int64_t pad, int64_t dil, int64_t f, int64_t stride, int64_t *out)
+{
+    int64_t padded, span;
+    if (__builtin_mul_overflow(pad, 2, &padded) || __builtin_add_overflow(padded, in, &padded) ||
+        __builtin_mul_overflow(dil, f - 1, &span) || __builtin_add_overflow(span, 1, &span))
+        return 0;
+    *out = padded < span ? 0 : (padded - span) / stride + 1;
+    return 1;
+}
+
+/* Checks everything but the tensor pointers; fills *v on success. */
+static vx_status check_params(const char *fn, const vx_conv2d_params *p, vx_conv_view *v)
+{
+    if (!p)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: the parameter struct is NULL", fn);
+    if (p->layout != VX_NCHW && p->layout != VX_NHWC)
+        return bad(fn, "layout must be VX_NCHW (0) or VX_NHWC (1)", (long long)p->layout);
+    if (p->activation != VX_ACT_NONE && p->activation != VX_ACT_RELU)
+        return bad(fn, "activation must be VX_ACT_NONE (0) or VX_ACT_RELU (1)", (long long)p->activation);
+    const struct { const char *name; int64_t v, min; } f[] = {
+        { "n (batch)", p->n, 1 }, { "c (input channels)", p->c, 1 }, { "h (input height)", p->h, 1 },
+        { "w (input width)", p->w, 1 }, { "k (output channels)", p->k, 1 }, { "r (filter height)", p->r, 1 },
+        { "s (filter width)", p->s, 1 }, { "stride_h", p->stride_h, 1 }, { "stride_w", p->stride_w, 1 },
+        { "pad_h", p->pad_h, 0 }, { "pad_w", p->pad_w, 0 }, { "dilation_h", p->dilation_h, 1 },
+        { "dilation_w", p->dilation_w, 1 }, { "groups", p->groups, 1 },
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v < f[i].min)
+            return vx_fail(VX_ERR_INVALID_ARG, "%s: %s must be >= %lld (got %lld)", fn, f[i].name,
+                           (long long)f[i].min, (long long)f[i].v);
+    if (p->c % p->groups != 0 || p->k % p->groups != 0)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: groups = %lld must divide both c = %lld and k = %lld", fn,
+                       (long long)p->groups, (long long)p->c, (long long)p->k);
+    int64_t oh, ow, bytes;
+    if (!out_extent(p->h, p->pad_h, p->dilation_h, p->r, p->stride_h, &oh) ||
+        !out_extent(p->w, p->pad_w, p->dilation_w, p->s, p->stride_w, &ow))
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: the padded input or the dilated filter size overflows int64", fn);
+    if (oh <= 0 || ow <= 0)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: the output would be %lld x %lld: the dilated %lld x %lld filter "
+                       "(dilation %lld x %lld) does not fit the padded %lld x %lld input (pad %lld x %lld)", fn,
+                       (long long)oh, (long long)ow, (long long)p->r, (long long)p->s, (long long)p->dilation_h,
+                       (long long)p->dilation_w, (long long)p->h, (long long)p->w, (long long)p->pad_h,
+                       (long long)p->pad_w);
+    if (!mul4(p->n, p->c, p->h, p->w, &bytes) || !mul4(p->k, p->c / p->groups, p->r, p->s, &bytes) ||
+        !mul4(p->n, p->k, oh, ow, &bytes) || !mul4(p->n * oh * ow, p->r, p->s, p->c, &bytes))
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: a tensor (or the reduction of n*p*q x r*s*c) holds more than "
+                       "2^63 bytes (n = %lld, c = %lld, h = %lld, w = %lld, k = %lld, r = %lld, s = %lld)", fn,
+                       (long long)p->n, (long long)p->c, (long long)p->h, (long long)p->w, (long long)p->k,
+                       (long long)p->r, (long long)p->s);
+    vx_conv_view_of(p, v);
+    return VX_OK;
+}
+
+VX_API vx_status vx_conv2d_output_dims(const vx_conv2d_params *p, int64_t *out_h, int64_t *out_w)
+{
+    vx_conv_view v;
+    vx_status s = check_params("vx_conv2d_output_dims", p, &v);
+    if (s != VX_OK)
+        return s;
+    if (!out_h || !out_w)
+        return vx_fail(VX_ERR_INVALID_ARG, "vx_conv2d_output_dims: out_h and out_w must not be NULL");
+    *out_h = v.p;
+    *out_w = v.q;
+    return VX_OK;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const float *filter,
+                            const float *bias, float *output)
+{
+    vx_conv_view v;
+    vx_status s = check_params("dyn_conv2d", p, &v);
+    if (s != VX_OK)
+        return s;
+    if (!input || !filter || !output)
+        return vx_fail(VX_ERR_INVALID_ARG, "dyn_conv2d: %s is NULL", !input ? "input" : !filter ? "filter" : "output");
+    const int isa = vx_active_isa();
+    if (isa < 0)
+        return vx_fail(VX_ERR_UNSUPPORTED, "dyn_conv2d: this CPU has neither AVX2+FMA nor AVX-512; "
+                       "Vortex needs one of them");
+    const int verbose = vx_verbose();
+    const double t0 = verbose ? now_us() : 0.0;
+    vx_gemm_plan plan;
+    vx_plan_conv(p, (vx_isa)isa, vx_threads(), vx_pool_warm(), &plan);
+    int threads = 1;
+    if ((s = vx_cpu_conv2d(p, &v, &plan, input, filter, bias, output, &threads)) != VX_OK)
+        return s;
+    if (verbose) {
+        const double us = now_us() - t0;
+        char desc[160];
+        vx_plan_describe(&plan, desc, sizeof desc);
+        const double flops = 2.0 * (double)v.m * (double)v.n * (double)v.k * (double)v.items;
+        fprintf(stderr, "vortex: conv2d,cpu,%s,n=%lld,c=%lld,h=%lld,w=%lld,k=%lld,r=%lld,s=%lld,stride=%lldx%lld,"
+                "pad=%lldx%lld,dil=%lldx%lld,groups=%lld,bias=%d,relu=%d,plan=%s,threads=%d,time_us=%.2f,"
+                "gflops=%.1f\n", p->layout == VX_NHWC ? "nhwc" : "nchw", (long long)p->n, (long long)p->c,
+                (long long)p->h, (long long)p->w, (long long)p->k, (long long)p->r, (long long)p->s,
+                (long long)p->stride_h, (long long)p->stride_w, (long long)p->pad_h, (long long)p->pad_w,
+                (long long)p->dilation_h, (long long)p->dilation_w, (long long)p->groups, bias != NULL,
+                p->activation == VX_ACT_RELU, desc, threads, us, us > 0 ? flops * 1e-3 / us : 0.0);
+    }
+    return VX_OK;
+}

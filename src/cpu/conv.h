@@ -1,0 +1,31 @@
+/* CPU convolution: the implicit GEMM (the patch operand gathered by the L1
+ * load stage, conv_gather.c) run by the GEMM driver, and the direct family
+ * for depthwise convolutions (conv_direct.c). */
+#ifndef VX_CPU_CONV_H
+#define VX_CPU_CONV_H
+
+#include "analyzer/conv_plan.h"
+#include "cpu/gemm.h"
+#include "vortex/vortex.h"
+
+/* The patch operand of the implicit GEMM: a gather over the input. */
+typedef struct {
+    vx_gather base;   /* first: the driver calls base.pack(&base, ...) */
+    const float *in;
+    int64_t c, h, w, cg, groups, r, s, p, q, sh, sw, ph, pw, dh, dw;
+} vx_conv_patches;
+
+/* Set x up to gather p's patches from `in` in p's layout (NHWC: the A
+ * operand, rows = output pixels; NCHW: the B operand, columns = pixels). */
+void vx_conv_patches_init(vx_conv_patches *x, const vx_conv2d_params *p, const vx_conv_view *v, const float *in);
+
+/* Run plan on valid parameters; bias may be NULL. */
+vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
+                        const float *in, const float *filter, const float *bias, float *out, int *threads_used);
+
+/* The direct family (plan->path == VX_PATH_CONV_DIRECT, depthwise only). */
+vx_status vx_cpu_conv_direct(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
+                             const float *in, const float *filter, const float *bias, float *out,
+                             int *threads_used);
+
+#endif

@@ -1,0 +1,132 @@
+/* L1 load stage of the implicit GEMM: input patches (im2col on the fly)
+ * gathered straight into the packed CacheBuffer, in the layouts the
+ * micro-kernels read (cpu/pack.h). No im2col matrix is ever built: each
+ * call fills one kc-deep block of one panel set. */
+#include <string.h>
+
+#include "cpu/conv.h"
+#include "cpu/pack.h"
+
+enum { MAX_PANEL_ROWS = 64 };
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* NHWC, operand A: row = output pixel (image, oh, ow), column = (r, s, c')
+ * with c' fastest, so for one (r, s) a row reads c' contiguous channels.
+ * Rows go to panels of `mr` rows stored k-major (vx_pack_a's layout); each
+ * run of channels is transposed in 8 x 8 register blocks. */
+static void pack_nhwc(const vx_gather *self, int64_t item, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+                      int mr, float *out)
+{
+    const vx_conv_patches *X = (const vx_conv_patches *)self;
+    const int64_t pq = X->p * X->q, img_floats = X->h * X->w * X->c;
+    const float *base = X->in + item * X->cg;
+    for (int64_t pr = 0; pr < rows; pr += mr) {
+        const int nrow = (int)min64(mr, rows - pr);
+        float *dst = out + pr * cols;
+        int64_t ih0[MAX_PANEL_ROWS], iw0[MAX_PANEL_ROWS];
+        const float *img[MAX_PANEL_ROWS], *src[MAX_PANEL_ROWS];
+        for (int i = 0; i < nrow; i++) {
+            const int64_t pix = r0 + pr + i, im = pix / pq, rem = pix % pq;
+            ih0[i] = (rem / X->q) * X->sh - X->ph;
+            iw0[i] = (rem % X->q) * X->sw - X->pw;
+            img[i] = base + im * img_floats;
+        }
+        int64_t rs = c0 / X->cg, c = c0 % X->cg;
+        int64_t r = rs / X->s, s = rs % X->s;
+        for (int64_t done = 0; done < cols;) {
+            const int64_t len = min64(X->cg - c, cols - done);
+            for (int i = 0; i < nrow; i++) {
+                const int64_t ih = ih0[i] + r * X->dh, iw = iw0[i] + s * X->dw;
+                src[i] = ih >= 0 && ih < X->h && iw >= 0 && iw < X->w ? img[i] + (ih * X->w + iw) * X->c + c
+                                                                       : NULL;
+            }
+            vx_pack_rows_t(src, nrow, len, dst + done * nrow, nrow);
+            done += len;
+            c = 0;
+            if (++s == X->s) {
+                s = 0;
+                ++r;
+            }
+        }
+    }
+}
+
+/* NCHW, operand B: row = (c', r, s) with s fastest, column = output pixel
+ * (oh, ow) of one image. Panels of nr columns (vx_pack_b's layout, zero
+ * padded); along a row of output pixels the input is read with the stride,
+ * and with stride 1 as one clipped copy. */
+static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+                      int nr, float *out)
+{
+    const vx_conv_patches *X = (const vx_conv_patches *)self;
+    const int64_t hw = X->h * X->w, rs_n = X->r * X->s;
+    const int64_t im = item / X->groups, g = item % X->groups;
+    const float *base = X->in + (im * X->c + g * X->cg) * hw;
+    for (int64_t j0 = 0; j0 < cols; j0 += nr) {
+        const int64_t ncol = min64(nr, cols - j0);
+        float *dst = out + j0 * rows;
+        const int64_t oh0 = (c0 + j0) / X->q, ow0 = (c0 + j0) % X->q;
+        int64_t c = r0 / rs_n, rs = r0 % rs_n;
+        int64_t r = rs / X->s, s = rs % X->s;
+        for (int64_t pp = 0; pp < rows; pp++) {
+            float *d = dst + pp * nr;
+            const float *chan = base + c * hw;
+            const int64_t dy = r * X->dh - X->ph, dx = s * X->dw - X->pw;
+            for (int64_t j = 0, oh = oh0, ow = ow0; j < ncol; oh++, ow = 0) {
+                const int64_t run = min64(X->q - ow, ncol - j);
+                const int64_t ih = oh * X->sh + dy;
+                if (ih < 0 || ih >= X->h) {
+                    memset(d + j, 0, (size_t)run * sizeof(float));
+                } else {
+                    const float *row = chan + ih * X->w;
+                    const int64_t iw = ow * X->sw + dx;
+                    if (X->sw == 1) {
+                        const int64_t lo = min64(max64(-iw, 0), run), hi = max64(min64(X->w - iw, run), lo);
+                        memset(d + j, 0, (size_t)lo * sizeof(float));
+                        memcpy(d + j + lo, row + iw + lo, (size_t)(hi - lo) * sizeof(float));
+                        memset(d + j + hi, 0, (size_t)(run - hi) * sizeof(float));
+                    } else {
+                        for (int64_t t = 0; t < run; t++) {
+                            const int64_t x = iw + t * X->sw;
+                            d[j + t] = x >= 0 && x < X->w ? row[x] : 0.0f;
+                        }
+                    }
+                }
+                j += run;
+            }
+            if (ncol < nr)
+                memset(d + ncol, 0, (size_t)(nr - ncol) * sizeof(float));
+            if (++s == X->s) {
+                s = 0;
+                if (++r == X->r) {
+                    r = 0;
+                    ++c;
+                }
+            }
+        }
+    }
+}
+
+void vx_conv_patches_init(vx_conv_patches *x, const vx_conv2d_params *p, const vx_conv_view *v, const float *in)
+{
+    x->base.pack = p->layout == VX_NHWC ? pack_nhwc : pack_nchw;
+    x->base.ctx = x;
+    x->in = in;
+    x->c = p->c;
+    x->h = p->h;
+    x->w = p->w;
+    x->cg = v->cg;
+    x->groups = p->groups;
+    x->r = p->r;
+    x->s = p->s;
+    x->p = v->p;
+    x->q = v->q;
+    x->sh = p->stride_h;
+    x->sw = p->stride_w;
+    x->ph = p->pad_h;
+    x->pw = p->pad_w;
+    x->dh = p->dilation_h;
+    x->dw = p->dilation_w;
+}
