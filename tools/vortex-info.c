@@ -6,11 +6,13 @@
 
 #include "analyzer/hw.h"
 #include "analyzer/candidates.h"
+#include "analyzer/conv_plan.h"
 #include "analyzer/plan.h"
 #include "analyzer/select.h"
 #include "analyzer/tune.h"
 #include "cpu/cpu_levels.h"
 #include "cpu/isa.h"
+#include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
 #include "runtime.h"
 #include "vortex/vortex.h"
@@ -19,6 +21,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: vortex-info [--kernels] [--candidates] [--explain gemm M N K [--col-major] [--transa] [--transb]]\n"
+            "                   [--explain conv2d N C H W K R S [--stride S|SHxSW] [--pad P|PHxPW]\n"
+            "                                                   [--dilation D|DHxDW] [--groups G] [--nhwc]]\n"
             "\n"
             "Prints the CPU, ISA, caches, thread count and tuning file Vortex uses.\n"
             "  --kernels            list the generated L0 micro-kernel families per ISA\n"
@@ -27,6 +31,11 @@ static void usage(FILE *f)
             "  --explain gemm M N K the plan dyn_gemm would run for that shape, its\n"
             "                       predicted time and the next best five\n"
             "                       (row-major NN unless --col-major/--transa/--transb)\n"
+            "  --explain conv2d N C H W K R S\n"
+            "                       the plan dyn_conv2d would run for a batch of N CxHxW\n"
+            "                       images and K RxS filters (NCHW unless --nhwc; stride 1,\n"
+            "                       no padding, dilation 1, 1 group unless given): its\n"
+            "                       implicit-GEMM view, the alternatives priced and the pick\n"
             "  -h, --help           this text\n"
             "Environment: VORTEX_ISA=avx2|avx512, VORTEX_NUM_THREADS=N, VORTEX_VERBOSE=1,\n"
             "             VORTEX_TUNE_FILE=path (else $XDG_CACHE_HOME/vortex/tune.json,\n"
@@ -96,6 +105,63 @@ static void explain_gemm(const vx_gemm_shape *s, vx_isa isa, const char *what)
     }
 }
 
+static void explain_conv(const vx_conv2d_params *p, vx_isa isa)
+{
+    enum { SHOW = 4 };
+    int64_t oh, ow;
+    if (vx_conv2d_output_dims(p, &oh, &ow) != VX_OK) {
+        fprintf(stderr, "vortex-info: %s\n", vx_last_error());
+        return;
+    }
+    vx_conv_view v;
+    vx_conv_view_of(p, &v);
+    printf("conv2d:     %s n=%lld c=%lld h=%lld w=%lld k=%lld r=%lld s=%lld stride=%lldx%lld pad=%lldx%lld "
+           "dilation=%lldx%lld groups=%lld -> output %lld x %lld\n", p->layout == VX_NHWC ? "nhwc" : "nchw",
+           (long long)p->n, (long long)p->c, (long long)p->h, (long long)p->w, (long long)p->k, (long long)p->r,
+           (long long)p->s, (long long)p->stride_h, (long long)p->stride_w, (long long)p->pad_h,
+           (long long)p->pad_w, (long long)p->dilation_h, (long long)p->dilation_w, (long long)p->groups,
+           (long long)oh, (long long)ow);
+    printf("as gemm:    %lld item(s) of m=%lld n=%lld k=%lld; %s\n", (long long)v.items, (long long)v.m,
+           (long long)v.n, (long long)v.k,
+           v.pointwise ? "pointwise: the input is read in place"
+                       : p->layout == VX_NHWC ? "A (pixels x r*s*c) gathered into the packed buffer"
+                                              : "B (c*r*s x pixels) gathered into the packed buffer");
+    vx_gemm_plan plan;
+    vx_plan_conv(p, isa, vx_get_num_threads(), vx_pool_warm(), &plan);
+    char d[160];
+    vx_plan_describe(&plan, d, sizeof d);
+    printf("plan:       %s\n", d);
+    vx_priced_plan r[SHOW];
+    const int n = vx_conv_rank(p, isa, vx_get_num_threads(), vx_pool_warm(), r, SHOW);
+    const double flops = 2.0 * (double)v.m * (double)v.n * (double)v.k * (double)v.items;
+    printf("ranked:     %d alternatives (each item over all threads / items shared among threads / direct):\n", n);
+    for (int i = 0; i < n; i++) {
+        vx_plan_describe(&r[i].plan, d, sizeof d);
+        printf("  %d. %10.2f us  %8.1f GFLOP/s  %s\n", i + 1, r[i].predicted_ns * 1e-3,
+               r[i].predicted_ns > 0 ? flops / r[i].predicted_ns : 0.0, d);
+    }
+}
+
+/* "3" or "2x3" into a (height, width) pair; 0 when malformed. */
+static int parse_pair(const char *s, long long lo, int64_t *a, int64_t *b)
+{
+    char *end;
+    long long x = strtoll(s, &end, 10), y = x;
+    if (end == s)
+        return 0;
+    if (*end == 'x') {
+        const char *t = end + 1;
+        y = strtoll(t, &end, 10);
+        if (end == t)
+            return 0;
+    }
+    if (*end || x < lo || y < lo)
+        return 0;
+    *a = x;
+    *b = y;
+    return 1;
+}
+
 static void print_kernels(void)
 {
     for (int i = 0; i < VX_ISA_COUNT; i++) {
@@ -114,6 +180,7 @@ int main(int argc, char **argv)
 {
     int kernels = 0, candidates = 0, explain = 0, col = 0, ta = 0, tb = 0;
     long long m = 0, n = 0, k = 0;
+    vx_conv2d_params cp = { VX_NCHW, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, VX_ACT_NONE };
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -123,12 +190,24 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--candidates")) {
             candidates = 1;
         } else if (!strcmp(argv[i], "--explain")) {
+            if (i + 1 < argc && !strcmp(argv[i + 1], "conv2d")) {
+                long long v[7];
+                for (int j = 0; j < 7; j++)
+                    if (i + 2 + j >= argc || !parse_i64(argv[i + 2 + j], &v[j])) {
+                        fprintf(stderr, "vortex-info: --explain conv2d needs N C H W K R S, positive integers\n");
+                        return 2;
+                    }
+                cp.n = v[0], cp.c = v[1], cp.h = v[2], cp.w = v[3], cp.k = v[4], cp.r = v[5], cp.s = v[6];
+                explain = 2;
+                i += 8;
+                continue;
+            }
             if (i + 4 >= argc) {
-                fprintf(stderr, "vortex-info: --explain needs: gemm M N K\n");
+                fprintf(stderr, "vortex-info: --explain needs: gemm M N K, or conv2d N C H W K R S\n");
                 return 2;
             }
             if (strcmp(argv[i + 1], "gemm")) {
-                fprintf(stderr, "vortex-info: --explain knows only 'gemm' (got '%s')\n", argv[i + 1]);
+                fprintf(stderr, "vortex-info: --explain knows 'gemm' and 'conv2d' (got '%s')\n", argv[i + 1]);
                 return 2;
             }
             if (!parse_i64(argv[i + 2], &m) || !parse_i64(argv[i + 3], &n) || !parse_i64(argv[i + 4], &k)) {
@@ -137,6 +216,25 @@ int main(int argc, char **argv)
             }
             explain = 1;
             i += 4;
+        } else if (!strcmp(argv[i], "--stride") || !strcmp(argv[i], "--pad") || !strcmp(argv[i], "--dilation")) {
+            const int pad = !strcmp(argv[i], "--pad");
+            int64_t *a = pad ? &cp.pad_h : argv[i][2] == 's' ? &cp.stride_h : &cp.dilation_h;
+            int64_t *b = pad ? &cp.pad_w : argv[i][2] == 's' ? &cp.stride_w : &cp.dilation_w;
+            if (i + 1 >= argc || !parse_pair(argv[i + 1], pad ? 0 : 1, a, b)) {
+                fprintf(stderr, "vortex-info: %s needs a value like 2 or 2x1\n", argv[i]);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(argv[i], "--groups")) {
+            long long g;
+            if (i + 1 >= argc || !parse_i64(argv[i + 1], &g)) {
+                fprintf(stderr, "vortex-info: --groups needs a positive integer\n");
+                return 2;
+            }
+            cp.groups = g;
+            i++;
+        } else if (!strcmp(argv[i], "--nhwc")) {
+            cp.layout = VX_NHWC;
         } else if (!strcmp(argv[i], "--col-major")) {
             col = 1;
         } else if (!strcmp(argv[i], "--transa")) {
@@ -159,6 +257,10 @@ int main(int argc, char **argv)
         if (isa < 0) {
             fprintf(stderr, "vortex-info: no usable ISA on this CPU\n");
             return 1;
+        }
+        if (explain == 2) {
+            explain_conv(&cp, (vx_isa)isa);
+            return 0;
         }
         /* Same canonicalisation as dyn_gemm: column-major swaps the roles. */
         vx_gemm_shape s;
