@@ -27,11 +27,13 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
         v->n = v->kg;
         v->k = red;
         v->items = p->groups;
-        /* A: pixels x (r, s, c'), channels contiguous; B: the filter read
-         * across its rows (KRSC holds B transposed). */
-        v->shape.a_unit_stride = 1;
-        v->shape.a_gathered = !v->pointwise;
-        v->shape.b_unit_stride = red == 1;
+        /* A: pixels x (r, s, c'), channels contiguous: gathered into the
+         * packed buffer (copy mode, priced as a transposing copy) or read in
+         * place tap by tap (conv_inplace.c); B: the filter read across its
+         * rows (KRSC holds B transposed), never in place. */
+        v->shape.a_unit_stride = v->pointwise;
+        v->shape.b_unit_stride = 0;
+        v->shape.a_seg = v->pointwise ? 0 : v->cg;
     } else {
         v->m = v->kg;
         v->n = v->p * v->q;

@@ -89,7 +89,11 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const double e = d->elem_bytes;
     const int n0 = F->n;
     const int64_t m_c = x->m_c, n_c = x->n_c, k = p->k;
-    const int64_t kb = vx_cost_kc(b->kc, k), KB = cdiv(k, kb);
+    const int64_t kb = vx_cost_kc(b->kc, k);
+    /* An in-place A cut into segments (a convolution's taps) needs one L0
+     * call per k block of every segment. */
+    const int64_t KB = b->mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(k, p->a_seg) * cdiv(p->a_seg, kb)
+                                                                : cdiv(k, kb);
     const int64_t cols = cdiv(n_c, n0);
     const double compute = l0_time(F, b->mode, m0, m_c, cols, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
@@ -197,7 +201,8 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
         bw_top = dmax(bw_top, d->mem[i].bw);
     const int64_t cols = cdiv(x->n_c, F->n);
     const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
-    const double compute = l0_time(F, mode, m0, x->m_c, cols, p->k, 1);
+    const double compute = l0_time(F, mode, m0, x->m_c, cols, p->k,
+                                   mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1);
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
         lb += (double)x->n_c * (double)p->k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);

@@ -124,6 +124,8 @@ typedef struct {
     int a_trans, b_trans;      /* operand read across its unit stride when copied */
     int b_in_place_ok;         /* B's rows are unit-stride (VX_LOAD_NONE allowed) */
     int a_in_place_ok;         /* A exists as a matrix (else only VX_LOAD_COPY_AB) */
+    int64_t a_seg;             /* > 0: A in place is k / a_seg segments (a convolution's
+                                  filter taps), each L0 call within one */
     int units_warm;            /* the units are still busy-waiting from a recent region */
 } vx_problem;
 

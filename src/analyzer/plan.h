@@ -24,6 +24,8 @@ typedef struct {
     int pool_warm;        /* the thread pool's workers still spin (vx_pool_warm) */
     int a_gathered;       /* A is produced by a gather (conv's im2col): packed plans only */
     int b_gathered;       /* B is produced by a gather: B is never read in place */
+    int64_t a_seg;        /* > 0: A read in place comes in segments of this length
+                             along k (a convolution's taps; see levels.h) */
 } vx_gemm_shape;
 
 typedef struct {

@@ -11,6 +11,8 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
 {
     if (plan->path == VX_PATH_CONV_DIRECT)
         return vx_cpu_conv_direct(p, v, plan, in, filter, bias, out, threads_used);
+    if (p->layout == VX_NHWC && !v->pointwise && plan->path != VX_PATH_PACKED)
+        return vx_cpu_conv_nhwc_inplace(p, v, plan, in, filter, bias, out, threads_used);
     const int64_t red = v->k, pq = v->p * v->q;
     vx_conv_patches patches;
     vx_conv_patches_init(&patches, p, v, in);

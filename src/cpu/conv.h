@@ -23,6 +23,12 @@ void vx_conv_patches_init(vx_conv_patches *x, const vx_conv2d_params *p, const v
 vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
                         const float *in, const float *filter, const float *bias, float *out, int *threads_used);
 
+/* NHWC with the patches read in place (plan->path == VX_PATH_PACK_B):
+ * conv_inplace.c. */
+vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
+                                   const float *in, const float *filter, const float *bias, float *out,
+                                   int *threads_used);
+
 /* The direct family (plan->path == VX_PATH_CONV_DIRECT, depthwise only). */
 vx_status vx_cpu_conv_direct(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
                              const float *in, const float *filter, const float *bias, float *out,

@@ -1,0 +1,225 @@
+/* NHWC convolution with the patches read in place (the L1 "no load" mode
+ * for A): for one filter tap (r, s), the patch rows of consecutive output
+ * pixels are input pixels sw*c floats apart with their channels contiguous,
+ * which is exactly a strided A the micro-kernels read (a_rs = sw*c,
+ * a_cs = 1). The reduction runs tap by tap, kc channels at a time, into the
+ * same C tile. Pixel tiles never straddle a point where a tap enters or
+ * leaves the padding, so every pixel of a tile has the same valid taps:
+ * padding is skipped, never read, and no patch is ever copied. The filter
+ * is packed once per call (its panels are reused by every pixel tile). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/conv.h"
+#include "cpu/pack.h"
+#include "cpu/threadpool.h"
+#include "cpu/ukernel.h"
+#include "status.h"
+
+enum { SLOT_FILTER = 1, MAX_S = 64 };
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+typedef struct {
+    const vx_conv2d_params *p;
+    const vx_conv_view *v;
+    const vx_gemm_plan *plan;
+    const vx_ukernel_fn *kern;   /* strided A, packed B: kern[m - 1] */
+    const float *in, *bias;
+    float *out;
+    float *fp;                   /* packed filter: group, panel, (r, s, c'), nr */
+    int64_t panels, red;         /* column panels per group, r*s*c/groups */
+    atomic_llong next;
+} job;
+
+/* Pack group g's filter (KRSC: B[(r, s, c')][k'] = filter[k' * red + ...],
+ * a transposed B) into nr-wide panels, one unit = one group and panel. */
+typedef struct {
+    job *J;
+    const float *filter;
+    atomic_llong next;
+} pack_job;
+
+static void pack_task(void *ctx, int tid, int nthreads)
+{
+    pack_job *P = ctx;
+    job *J = P->J;
+    const int nr = J->plan->nr;
+    const int64_t units = J->p->groups * J->panels;
+    (void)tid;
+    (void)nthreads;
+    for (int64_t u; (u = atomic_fetch_add_explicit(&P->next, 1, memory_order_relaxed)) < units;) {
+        const int64_t g = u / J->panels, q = u % J->panels;
+        const int64_t k0 = q * nr, nb = min64(nr, J->v->kg - k0);
+        vx_pack_b(J->red, nb, P->filter + (g * J->v->kg + k0) * J->red, 1, J->red, nr,
+                  J->fp + (g * J->panels + q) * J->red * nr);
+    }
+}
+
+/* Output columns [lo_s, hi_s) for which tap column s reads inside the input. */
+static void tap_cols(const vx_conv2d_params *p, int64_t q, int64_t s, int64_t *lo, int64_t *hi)
+{
+    const int64_t off = s * p->dilation_w - p->pad_w;
+    *lo = off >= 0 ? 0 : cdiv(-off, p->stride_w);
+    *hi = p->w - 1 - off < 0 ? 0 : (p->w - 1 - off) / p->stride_w + 1;
+    *hi = min64(*hi, q);
+    *lo = min64(*lo, *hi);
+}
+
+/* One pixel tile [ow0, ow0 + mm) of output row (image, oh), one column panel:
+ * the reduction over the tile's valid taps, kc channels per call. */
+static void tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t ow0, int mm, int64_t q,
+                 const int64_t *s_lo, const int64_t *s_hi)
+{
+    const vx_conv2d_params *p = J->p;
+    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
+    const int nr = J->plan->nr;
+    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
+    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
+    const float *bp = J->fp + (g * J->panels + q) * J->red * nr;
+    float *c = J->out + ((im * J->v->p + oh) * Q + ow0) * K + g * J->v->kg + k0;
+    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
+    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
+    /* the last valid (r, s), so its last k block carries the epilogue */
+    int64_t last_r = -1, last_s = -1;
+    for (int64_t r = 0; r < p->r; r++) {
+        const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
+        if (ih < 0 || ih >= p->h)
+            continue;
+        for (int64_t s = 0; s < p->s; s++)
+            if (s_lo[s] <= ow0 && ow0 + mm <= s_hi[s]) {
+                last_r = r;
+                last_s = s;
+            }
+    }
+    if (last_r < 0) { /* every tap in the padding: the output is act(bias) */
+        J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 0.0f, epp);
+        return;
+    }
+    float beta = 0.0f;
+    for (int64_t r = 0; r <= last_r; r++) {
+        const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
+        if (ih < 0 || ih >= p->h)
+            continue;
+        const float *row = J->in + ((im * p->h + ih) * p->w) * C + g * cg;
+        for (int64_t s = 0; s < p->s; s++) {
+            if (!(s_lo[s] <= ow0 && ow0 + mm <= s_hi[s]))
+                continue;
+            const int64_t iw = ow0 * p->stride_w - p->pad_w + s * p->dilation_w;
+            const float *a = row + iw * C;
+            const float *b = bp + (r * p->s + s) * cg * nr;
+            for (int64_t c0 = 0; c0 < cg; c0 += kc) {
+                const int64_t kb = min64(kc, cg - c0);
+                const int last = r == last_r && s == last_s && c0 + kb >= cg;
+                J->kern[mm - 1](kb, a + c0, p->stride_w * C, 1, b + c0 * nr, nr, c, K, nn, 1.0f, beta,
+                                last ? epp : NULL);
+                beta = 1.0f;
+            }
+            if (r == last_r && s == last_s)
+                return;
+        }
+    }
+}
+
+/* Pixels [m0, m1) (flattened over images and output rows) x column panels
+ * [q0, q1) of group g. */
+static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1)
+{
+    const vx_conv2d_params *p = J->p;
+    const int64_t Q = J->v->q, pq = J->v->p * Q;
+    const int mr = J->plan->mr;
+    int64_t s_lo[MAX_S], s_hi[MAX_S], cuts[2 * MAX_S + 2];
+    for (int64_t s = 0; s < p->s; s++)
+        tap_cols(p, Q, s, &s_lo[s], &s_hi[s]);
+    for (int64_t pix = m0; pix < m1;) {
+        const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
+        const int64_t b = min64(Q, a + (m1 - pix));
+        /* the row's segments: cut where any tap enters or leaves the input */
+        int nc = 0;
+        cuts[nc++] = a;
+        cuts[nc++] = b;
+        for (int64_t s = 0; s < p->s; s++) {
+            if (s_lo[s] > a && s_lo[s] < b)
+                cuts[nc++] = s_lo[s];
+            if (s_hi[s] > a && s_hi[s] < b)
+                cuts[nc++] = s_hi[s];
+        }
+        for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
+            for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
+                const int64_t t = cuts[j];
+                cuts[j] = cuts[j - 1];
+                cuts[j - 1] = t;
+            }
+        for (int64_t q = q0; q < q1; q++)
+            for (int i = 0; i + 1 < nc; i++)
+                for (int64_t x = cuts[i]; x < cuts[i + 1]; x += mr)
+                    tile(J, g, im, oh, x, (int)min64(mr, cuts[i + 1] - x), q, s_lo, s_hi);
+        pix += b - a;
+    }
+}
+
+/* Balanced split of `total` units into `parts`, chunk idx = [*lo, *hi). */
+static void split(int64_t total, int parts, int idx, int64_t *lo, int64_t *hi)
+{
+    const int64_t base = total / parts, extra = total % parts;
+    *lo = idx * base + min64(idx, extra);
+    *hi = *lo + base + (idx < extra ? 1 : 0);
+}
+
+static void task(void *ctx, int tid, int nthreads)
+{
+    job *J = ctx;
+    const vx_gemm_plan *P = J->plan;
+    const int grid = P->threads_m * P->threads_n;
+    const int64_t cells = (int64_t)grid * J->p->groups;
+    (void)tid;
+    (void)nthreads;
+    for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < cells;) {
+        const int64_t g = cell / grid;
+        const int rest = (int)(cell % grid);
+        int64_t m0, m1, q0, q1;
+        split(J->v->m, P->threads_m, rest / P->threads_n, &m0, &m1);
+        split(J->panels, P->threads_n, rest % P->threads_n, &q0, &q1);
+        if (m0 < m1 && q0 < q1)
+            run_cell(J, g, m0, m1, q0, q1);
+    }
+}
+
+vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
+                                   const float *in, const float *filter, const float *bias, float *out,
+                                   int *threads_used)
+{
+    const vx_ukernel_set *set = vx_ukernels(plan->isa);
+    if (p->layout != VX_NHWC || p->s > MAX_S || plan->family < 0 || plan->family >= set->nfamilies)
+        return vx_fail(VX_ERR_INTERNAL, "dyn_conv2d: the in-place plan needs NHWC and s <= %d", MAX_S);
+    job J;
+    memset(&J, 0, sizeof J);
+    J.p = p;
+    J.v = v;
+    J.plan = plan;
+    J.kern = set->families[plan->family].kern[VX_UK_AS_BP];
+    J.in = in;
+    J.bias = bias;
+    J.out = out;
+    J.red = v->k;
+    J.panels = cdiv(v->kg, plan->nr);
+    const size_t floats = (size_t)(p->groups * J.panels * J.red * plan->nr);
+    if (!(J.fp = vx_scratch(SLOT_FILTER, floats)))
+        return vx_fail(VX_ERR_NO_MEMORY, "dyn_conv2d: out of memory for %zu bytes of packed filter",
+                       floats * sizeof(float));
+    const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
+    const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, max64(cells, p->groups * J.panels));
+    pack_job P = { &J, filter, 0 };
+    if (threads > 1)
+        vx_pool_run(pack_task, &P, threads);
+    else
+        pack_task(&P, 0, 1);
+    const int run = (int)min64(threads, cells);
+    const int used = run > 1 ? vx_pool_run(task, &J, run) : (task(&J, 0, 1), 1);
+    if (threads_used)
+        *threads_used = used;
+    return VX_OK;
+}
