@@ -17,7 +17,7 @@
 #include "cpu/ukernel.h"
 #include "status.h"
 
-enum { SLOT_FILTER = 1, MAX_S = 64 };
+enum { SLOT_FILTER = 1, MAX_S = VX_CONV_INPLACE_MAX_S };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -99,6 +99,9 @@ static void tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t ow0, i
         J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 0.0f, epp);
         return;
     }
+    /* rows of A: pixels stride_w input columns apart (a single-pixel tile
+     * has no second row, and its stride may not even be representable) */
+    const int64_t a_rs = mm > 1 ? p->stride_w * C : 0;
     float beta = 0.0f;
     for (int64_t r = 0; r <= last_r; r++) {
         const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
@@ -114,7 +117,7 @@ static void tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t ow0, i
             for (int64_t c0 = 0; c0 < cg; c0 += kc) {
                 const int64_t kb = min64(kc, cg - c0);
                 const int last = r == last_r && s == last_s && c0 + kb >= cg;
-                J->kern[mm - 1](kb, a + c0, p->stride_w * C, 1, b + c0 * nr, nr, c, K, nn, 1.0f, beta,
+                J->kern[mm - 1](kb, a + c0, a_rs, 1, b + c0 * nr, nr, c, K, nn, 1.0f, beta,
                                 last ? epp : NULL);
                 beta = 1.0f;
             }

@@ -1,0 +1,105 @@
+/* Every convolution path, forced: the analyzer picks one path per shape, so
+ * the public tests alone would leave the others unchecked on most shapes.
+ * For a set of shapes in both layouts this forces, through the planner's
+ * testing override, the gathering implicit GEMM (packed), the NHWC in-place
+ * path and NCHW's per-panel gather (pack_b), the in-place GEMM for
+ * pointwise convolutions (direct), the direct depthwise family, every L0
+ * family and a few k blocks and thread grids, and checks each against the
+ * float64 reference. Links the internal view (vx_plan_set_override). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analyzer/plan.h"
+#include "cpu/isa.h"
+#include "cpu/ukernel.h"
+#include "ref.h"
+#include "ref_conv.h"
+
+#define TMO 240.0
+
+typedef struct {
+    int64_t n, c, h, w, k, r, s, stride, pad, dil, groups;
+} shape;
+
+/* Edges of every kind: taps entering the padding on both sides, pad >= r,
+ * strides and dilation, channels around the tiles and k blocks, groups. */
+static const shape shapes[] = {
+    { 1, 5, 9, 11, 7, 3, 3, 1, 1, 1, 1 },
+    { 2, 16, 8, 8, 17, 3, 3, 1, 1, 1, 1 },
+    { 1, 3, 17, 15, 33, 7, 7, 2, 3, 1, 1 },
+    { 1, 33, 6, 7, 9, 5, 3, 1, 2, 1, 1 },
+    { 1, 130, 5, 6, 24, 3, 3, 1, 1, 1, 1 },
+    { 3, 8, 7, 9, 16, 3, 3, 2, 1, 2, 1 },
+    { 1, 6, 5, 5, 6, 2, 3, 1, 3, 1, 2 },
+    { 2, 12, 9, 10, 8, 3, 3, 1, 1, 1, 4 },
+    { 1, 17, 8, 9, 19, 1, 1, 1, 0, 1, 1 },      /* pointwise */
+    { 2, 24, 5, 7, 40, 1, 1, 2, 0, 1, 2 },      /* 1x1 strided, grouped */
+    { 2, 7, 6, 9, 7, 3, 3, 1, 1, 1, 7 },        /* depthwise */
+    { 1, 16, 11, 10, 32, 5, 5, 2, 2, 1, 16 },   /* depthwise, multiplier 2 */
+    { 1, 9, 4, 12, 9, 3, 1, 1, 4, 2, 9 },       /* depthwise, pad > r */
+};
+
+static void run_forced(const vx_gemm_plan *ov, const char *what)
+{
+    vx_plan_set_override(ov);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int l = 0; l < 2; l++) {
+            const shape *x = &shapes[i];
+            vt_conv_case c = vt_conv_make(l ? VX_NHWC : VX_NCHW, x->n, x->c, x->h, x->w, x->k, x->r, x->s);
+            c.p.stride_h = c.p.stride_w = x->stride;
+            c.p.pad_h = c.p.pad_w = x->pad;
+            c.p.dilation_h = c.p.dilation_w = x->dil;
+            c.p.groups = x->groups;
+            c.bias = (int)((i + (size_t)l) & 1);
+            c.p.activation = (i >> 1) & 1 ? VX_ACT_RELU : VX_ACT_NONE;
+            c.seed = 1000 + i * 2 + (uint64_t)l;
+            c.tag = what;
+            vt_conv_check(&c);
+        }
+    vx_plan_set_override(NULL);
+}
+
+Test(conv_paths, each_path_each_family, .timeout = TMO)
+{
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    static const vx_path paths[] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DIRECT, VX_PATH_CONV_DIRECT };
+    static const char *names[] = { "packed", "pack_b", "direct", "conv_direct" };
+    char what[96];
+    for (int pi = 0; pi < 4; pi++)
+        for (int f = 0; f < set->nfamilies; f++) {
+            vx_gemm_plan ov;
+            memset(&ov, 0, sizeof ov);
+            ov.path = paths[pi];
+            ov.nr = set->families[f].nr;
+            ov.mr = set->families[f].mr_max;
+            snprintf(what, sizeof what, "forced %s %dx%d", names[pi], ov.mr, ov.nr);
+            run_forced(&ov, what);
+        }
+}
+
+Test(conv_paths, blocks_and_grids, .timeout = TMO)
+{
+    /* short k blocks cut the taps' channels; grids split pixels and panels */
+    static const int kcs[] = { 8, 24 };
+    static const int grids[][2] = { { 2, 1 }, { 1, 2 }, { 2, 2 } };
+    char what[96];
+    for (int pi = 0; pi < 2; pi++)
+        for (int q = 0; q < 2; q++)
+            for (int g = 0; g < 3; g++) {
+                vx_gemm_plan ov;
+                memset(&ov, 0, sizeof ov);
+                ov.path = pi ? VX_PATH_PACK_B : VX_PATH_PACKED;
+                ov.kc = kcs[q];
+                ov.mc = 24;
+                ov.nc = 32;
+                ov.threads_m = grids[g][0];
+                ov.threads_n = grids[g][1];
+                ov.threads = 2;
+                snprintf(what, sizeof what, "forced %s kc=%d grid=%dx%d", pi ? "pack_b" : "packed", kcs[q],
+                         grids[g][0], grids[g][1]);
+                run_forced(&ov, what);
+            }
+}
