@@ -4,6 +4,7 @@
 #endif
 #include "bench_common.h"
 
+#include <errno.h>
 #include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
@@ -317,4 +318,72 @@ int bench_fma_peak(bench_isa isa, int threads, double seconds, bench_peak *out)
     free(jobs);
     free(tids);
     return 0;
+}
+
+/* ---- small helpers shared by the runners ------------------------------ */
+
+uint64_t bench_splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void bench_fill_uniform(float *p, int64_t count, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (int64_t i = 0; i < count; i++)
+        p[i] = (float)((double)(bench_splitmix64(&s) >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+float *bench_alloc_floats(int64_t count)
+{
+    size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(float);
+    bytes = (bytes + 63) & ~(size_t)63;
+    float *p = aligned_alloc(64, bytes);
+    if (!p) {
+        fprintf(stderr, "vortex bench: cannot allocate %zu bytes\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+static int cmp_double_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    if (n < 1)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double_asc);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_sleep_us(double us)
+{
+    if (!(us > 0))
+        return;
+    long long ns = (long long)(us * 1e3);
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int bench_restrict_affinity(int n)
+{
+    int cores[CPU_SETSIZE];
+    int nc = bench_physical_cores(cores, CPU_SETSIZE);
+    if (n >= nc)
+        return 0;
+    if (n < 1)
+        n = 1;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < n; i++)
+        CPU_SET(cores[i], &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : -1;
 }

@@ -8,6 +8,7 @@
 #define VORTEX_BENCH_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Seconds from an arbitrary origin, CLOCK_MONOTONIC. */
 double bench_now(void);
@@ -44,5 +45,31 @@ typedef struct {
  * 2 flops per lane per FMA. Returns 0 on success, -1 if the ISA is not
  * supported or threads could not be started. */
 int bench_fma_peak(bench_isa isa, int threads, double seconds, bench_peak *out);
+
+/* ---- small helpers shared by the runners ---------------------------------- */
+
+/* SplitMix64: the runners' own generator, so suites drawn from a seed are the
+ * same on every platform. */
+uint64_t bench_splitmix64(uint64_t *state);
+
+/* count floats uniform in [-1, 1) from seed (bench_splitmix64; the same values
+ * as vortex-bench-gemm's operands for the same seed). */
+void bench_fill_uniform(float *p, int64_t count, uint64_t seed);
+
+/* 64-byte aligned storage for max(count, 1) floats; exits with a message when
+ * the allocation fails. Release with free(). */
+float *bench_alloc_floats(int64_t count);
+
+/* Median of v[0..n-1] (sorts v in place; the mean of the middle two for even
+ * n; 0 for n < 1). */
+double bench_median(double *v, int n);
+
+/* Sleep for us microseconds (nanosleep, restarted on EINTR); no-op for <= 0. */
+void bench_sleep_us(double us);
+
+/* Restrict the whole process to its first n physical cores (a fallback where a
+ * runtime's thread count cannot be set otherwise). 0 on success or when n
+ * covers every core already, -1 on failure. */
+int bench_restrict_affinity(int n);
 
 #endif

@@ -88,10 +88,14 @@ static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t r
                         memcpy(d + j + lo, row + iw + lo, (size_t)(hi - lo) * sizeof(float));
                         memset(d + j + hi, 0, (size_t)(run - hi) * sizeof(float));
                     } else {
-                        for (int64_t t = 0; t < run; t++) {
-                            const int64_t x = iw + t * X->sw;
-                            d[j + t] = x >= 0 && x < X->w ? row[x] : 0.0f;
-                        }
+                        /* columns t with 0 <= iw + t*sw < w: [lo, hi) */
+                        const int64_t lo = min64(iw >= 0 ? 0 : (-iw + X->sw - 1) / X->sw, run);
+                        const int64_t hi = max64(min64(iw >= X->w ? 0 : (X->w - 1 - iw) / X->sw + 1, run), lo);
+                        float *out_t = d + j;
+                        memset(out_t, 0, (size_t)lo * sizeof(float));
+                        for (int64_t t = lo; t < hi; t++)
+                            out_t[t] = row[iw + t * X->sw];
+                        memset(out_t + hi, 0, (size_t)(run - hi) * sizeof(float));
                     }
                 }
                 j += run;
