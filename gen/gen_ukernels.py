@@ -103,23 +103,44 @@ class Isa:
                 f"_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));")
 
 
-def epilogue(I, m, V):
-    """Store stage with a fused epilogue (the conv driver's last K block):
-    C = act(alpha*acc [+ beta*C] + bias_row[i] + bias_col[j]). Taken once per
-    tile, so its branches cost nothing next to the K loop."""
-    L = []
-    L.append(f"        const {I.vt} vb = {I.bcast('beta')};")
+def store_stage(I, m, V, full, ind):
+    """C = alpha*acc + beta*C (beta == 0 never reads C), or, with an
+    epilogue (the conv driver's last K block), C = act(alpha*acc [+ beta*C]
+    + bias_row[i] + bias_col[j]). Taken once per tile, so its branches cost
+    nothing next to the K loop. full: all nr columns valid, so plain loads
+    and stores (AVX2's masked forms are microcoded and slow on some cores,
+    AMD Zen's especially); otherwise masked to the n valid columns."""
+    def ld(v, ptr):
+        return I.load(ptr) if full else I.mload(v, ptr)
+
+    def st(v, ptr, val):
+        return I.store(ptr, val) if full else I.mstore(v, ptr, val)
+
+    L = [f"{ind}if (ep) {{"]
+    L.append(f"{ind}    const {I.vt} vb = {I.bcast('beta')};")
     for v in range(V):
-        L.append(f"        const {I.vt} bc{v} = ep->bias_col ? {I.mload(v, f'ep->bias_col + {v * I.w}')} : {I.zero()};")
+        L.append(f"{ind}    const {I.vt} bc{v} = ep->bias_col ? {ld(v, f'ep->bias_col + {v * I.w}')} : {I.zero()};")
     for i in range(m):
-        L.append(f"        {{ const {I.vt} br = ep->bias_row ? {I.bcast(f'ep->bias_row[{i}]')} : {I.zero()};")
+        L.append(f"{ind}    {{ const {I.vt} br = ep->bias_row ? {I.bcast(f'ep->bias_row[{i}]')} : {I.zero()};")
         for v in range(V):
             ptr = f"c + {i} * c_rs + {v * I.w}"
-            L.append(f"          {{ {I.vt} t = {I.add(f'{I.p}_mul_ps(c{i}_{v}, va)', I.add('br', f'bc{v}'))};")
-            L.append(f"            if (beta != 0.0f) t = {I.fma(I.mload(v, ptr), 'vb', 't')};")
-            L.append(f"            if (ep->relu) t = {I.relu('t')};")
-            L.append(f"            {I.mstore(v, ptr, 't')} }}")
-        L.append("        }")
+            L.append(f"{ind}      {{ {I.vt} t = {I.add(f'{I.p}_mul_ps(c{i}_{v}, va)', I.add('br', f'bc{v}'))};")
+            L.append(f"{ind}        if (beta != 0.0f) t = {I.fma(ld(v, ptr), 'vb', 't')};")
+            L.append(f"{ind}        if (ep->relu) t = {I.relu('t')};")
+            L.append(f"{ind}        {st(v, ptr, 't')} }}")
+        L.append(f"{ind}    }}")
+    L.append(f"{ind}}} else if (beta == 0.0f) {{")
+    for i in range(m):
+        for v in range(V):
+            L.append(f"{ind}    {st(v, f'c + {i} * c_rs + {v * I.w}', f'{I.p}_mul_ps(c{i}_{v}, va)')}")
+    L.append(f"{ind}}} else {{")
+    L.append(f"{ind}    const {I.vt} vb = {I.bcast('beta')};")
+    for i in range(m):
+        for v in range(V):
+            ptr = f"c + {i} * c_rs + {v * I.w}"
+            L.append(f"{ind}    {{ const {I.vt} t = {I.p}_mul_ps({ld(v, ptr)}, vb);")
+            L.append(f"{ind}      {st(v, ptr, I.fma(f'c{i}_{v}', 'va', 't'))} }}")
+    L.append(f"{ind}}}")
     return L
 
 
@@ -211,22 +232,16 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         L += kloop(True, "        ")
         L.append("    }")
 
-    # Store stage: C = alpha*acc + beta*C; beta == 0 never reads C.
+    # Store stage (see store_stage).
     L.append(f"    const {I.vt} va = {I.bcast('alpha')};")
-    L.append("    if (ep) {")
-    L += epilogue(I, m, V)
-    L.append("    } else if (beta == 0.0f) {")
-    for i in range(m):
-        for v in range(V):
-            L.append(f"        {I.mstore(v, f'c + {i} * c_rs + {v * I.w}', f'{I.p}_mul_ps(c{i}_{v}, va)')}")
-    L.append("    } else {")
-    L.append(f"        const {I.vt} vb = {I.bcast('beta')};")
-    for i in range(m):
-        for v in range(V):
-            ptr = f"c + {i} * c_rs + {v * I.w}"
-            L.append(f"        {{ const {I.vt} t = {I.p}_mul_ps({I.mload(v, ptr)}, vb);")
-            L.append(f"          {I.mstore(v, ptr, I.fma(f'c{i}_{v}', 'va', 't'))} }}")
-    L.append("    }")
+    if I.name == "avx512":
+        L += store_stage(I, m, V, False, "    ")
+    else:
+        L.append(f"    if (n == {nr}) {{")
+        L += store_stage(I, m, V, True, "        ")
+        L.append("    } else {")
+        L += store_stage(I, m, V, False, "        ")
+        L.append("    }")
     L.append("}")
     return "\n".join(L)
 

@@ -35,7 +35,8 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
         v->shape.b_unit_stride = 0;
         v->shape.a_seg = v->pointwise ? 0 : v->cg;
         /* the in-place path keeps a filter row's taps in a fixed table */
-        v->shape.a_gathered = !v->pointwise && p->s > VX_CONV_INPLACE_MAX_S;
+        v->shape.a_gathered = !v->pointwise && (p->s > VX_CONV_INPLACE_MAX_S ||
+                                                p->r * p->s > VX_CONV_INPLACE_MAX_TAPS);
     } else {
         v->m = v->kg;
         v->n = v->p * v->q;

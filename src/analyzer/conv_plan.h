@@ -14,8 +14,9 @@
 
 /* The direct family holds a pixel's filter taps in a fixed table. */
 enum { VX_CONV_DIRECT_MAX_TAPS = 64 };
-/* ... and the NHWC in-place path a filter row's tap columns. */
-enum { VX_CONV_INPLACE_MAX_S = 64 };
+/* ... and the NHWC in-place path a filter row's tap columns and a pixel's
+ * valid taps. */
+enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256 };
 
 /* The implicit-GEMM view of a (valid) convolution.
  *   NHWC: C[pixel][k'] = sum over (r, s, c') of patch[pixel][(r, s, c')] filter[k'][(r, s, c')]

@@ -69,60 +69,61 @@ static void tap_cols(const vx_conv2d_params *p, int64_t q, int64_t s, int64_t *l
     *lo = min64(*lo, *hi);
 }
 
-/* One pixel tile [ow0, ow0 + mm) of output row (image, oh), one column panel:
- * the reduction over the tile's valid taps, kc channels per call. */
-static void tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t ow0, int mm, int64_t q,
-                 const int64_t *s_lo, const int64_t *s_hi)
+/* One segment [x0, x1) of output row (image, oh), one column panel q: every
+ * pixel of the segment has the same valid taps. Taps outermost, pixel tiles
+ * inside: one tap's k x nr slice of the packed filter, the segment's C
+ * columns and the input pixels under it stay in L1 while every tile of the
+ * segment passes over them. The first valid tap's first k block writes C
+ * (beta = 0), the last one's last block carries the epilogue. */
+static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t q,
+                    const int64_t *s_lo, const int64_t *s_hi)
 {
     const vx_conv2d_params *p = J->p;
     const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
-    const int nr = J->plan->nr;
+    const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
     const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
     const float *bp = J->fp + (g * J->panels + q) * J->red * nr;
-    float *c = J->out + ((im * J->v->p + oh) * Q + ow0) * K + g * J->v->kg + k0;
+    float *c = J->out + ((im * J->v->p + oh) * Q) * K + g * J->v->kg + k0;
     vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
     const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
-    /* the last valid (r, s), so its last k block carries the epilogue */
-    int64_t last_r = -1, last_s = -1;
+    /* the valid taps (r, s): rows inside the input, columns valid for the segment */
+    int64_t tap_r[VX_CONV_INPLACE_MAX_TAPS], tap_s[VX_CONV_INPLACE_MAX_TAPS];
+    int ntap = 0;
     for (int64_t r = 0; r < p->r; r++) {
         const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
         if (ih < 0 || ih >= p->h)
             continue;
         for (int64_t s = 0; s < p->s; s++)
-            if (s_lo[s] <= ow0 && ow0 + mm <= s_hi[s]) {
-                last_r = r;
-                last_s = s;
+            if (s_lo[s] <= x0 && x1 <= s_hi[s]) {
+                tap_r[ntap] = r;
+                tap_s[ntap++] = s;
             }
     }
-    if (last_r < 0) { /* every tap in the padding: the output is act(bias) */
-        J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 0.0f, epp);
+    if (ntap == 0) { /* every tap in the padding: the output is act(bias) */
+        for (int64_t x = x0; x < x1; x += mr) {
+            const int mm = (int)min64(mr, x1 - x);
+            J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + x * K, K, nn, 1.0f, 0.0f, epp);
+        }
         return;
     }
-    /* rows of A: pixels stride_w input columns apart (a single-pixel tile
+    /* rows of A: pixels stride_w input columns apart (a one-pixel segment
      * has no second row, and its stride may not even be representable) */
-    const int64_t a_rs = mm > 1 ? p->stride_w * C : 0;
-    float beta = 0.0f;
-    for (int64_t r = 0; r <= last_r; r++) {
+    const int64_t a_rs = x1 - x0 > 1 ? p->stride_w * C : 0;
+    for (int t = 0; t < ntap; t++) {
+        const int64_t r = tap_r[t], s = tap_s[t];
         const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
-        if (ih < 0 || ih >= p->h)
-            continue;
         const float *row = J->in + ((im * p->h + ih) * p->w) * C + g * cg;
-        for (int64_t s = 0; s < p->s; s++) {
-            if (!(s_lo[s] <= ow0 && ow0 + mm <= s_hi[s]))
-                continue;
-            const int64_t iw = ow0 * p->stride_w - p->pad_w + s * p->dilation_w;
-            const float *a = row + iw * C;
-            const float *b = bp + (r * p->s + s) * cg * nr;
-            for (int64_t c0 = 0; c0 < cg; c0 += kc) {
-                const int64_t kb = min64(kc, cg - c0);
-                const int last = r == last_r && s == last_s && c0 + kb >= cg;
-                J->kern[mm - 1](kb, a + c0, a_rs, 1, b + c0 * nr, nr, c, K, nn, 1.0f, beta,
-                                last ? epp : NULL);
-                beta = 1.0f;
+        const float *b = bp + (r * p->s + s) * cg * nr;
+        for (int64_t c0 = 0; c0 < cg; c0 += kc) {
+            const int64_t kb = min64(kc, cg - c0);
+            const float beta = t == 0 && c0 == 0 ? 0.0f : 1.0f;
+            const vx_epilogue *e = t == ntap - 1 && c0 + kb >= cg ? epp : NULL;
+            for (int64_t x = x0; x < x1; x += mr) {
+                const int mm = (int)min64(mr, x1 - x);
+                const int64_t iw = x * p->stride_w - p->pad_w + s * p->dilation_w;
+                J->kern[mm - 1](kb, row + iw * C + c0, a_rs, 1, b + c0 * nr, nr, c + x * K, K, nn, 1.0f, beta, e);
             }
-            if (r == last_r && s == last_s)
-                return;
         }
     }
 }
@@ -133,7 +134,6 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
 {
     const vx_conv2d_params *p = J->p;
     const int64_t Q = J->v->q, pq = J->v->p * Q;
-    const int mr = J->plan->mr;
     int64_t s_lo[MAX_S], s_hi[MAX_S], cuts[2 * MAX_S + 2];
     for (int64_t s = 0; s < p->s; s++)
         tap_cols(p, Q, s, &s_lo[s], &s_hi[s]);
@@ -158,8 +158,8 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
             }
         for (int64_t q = q0; q < q1; q++)
             for (int i = 0; i + 1 < nc; i++)
-                for (int64_t x = cuts[i]; x < cuts[i + 1]; x += mr)
-                    tile(J, g, im, oh, x, (int)min64(mr, cuts[i + 1] - x), q, s_lo, s_hi);
+                if (cuts[i] < cuts[i + 1])
+                    segment(J, g, im, oh, cuts[i], cuts[i + 1], q, s_lo, s_hi);
         pix += b - a;
     }
 }

@@ -131,15 +131,25 @@ void vx_pack_rows_t(const float *const *src, int nrows, int64_t len, float *dst,
 {
     for (int i0 = 0; i0 < nrows; i0 += 8) {
         const int nj = nrows - i0 < 8 ? nrows - i0 : 8;
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         int64_t q = 0;
         for (; q + 8 <= len; q += 8) {
             __m256 r[8];
             for (int j = 0; j < 8; j++)
                 r[j] = j < nj && src[i0 + j] ? _mm256_loadu_ps(src[i0 + j] + q) : _mm256_setzero_ps();
             transpose8(r);
-            for (int p = 0; p < 8; p++)
-                _mm256_maskstore_ps(dst + (q + p) * ld + i0, mask, r[p]);
+            /* Plain stores: masked ones are microcoded on AMD Zen (several
+             * times slower). A partial block (nj < 8) goes through a
+             * register-sized bounce so nothing past its nj lanes is touched. */
+            if (nj == 8) {
+                for (int p = 0; p < 8; p++)
+                    _mm256_storeu_ps(dst + (q + p) * ld + i0, r[p]);
+            } else {
+                float t[8];
+                for (int p = 0; p < 8; p++) {
+                    _mm256_storeu_ps(t, r[p]);
+                    memcpy(dst + (q + p) * ld + i0, t, (size_t)nj * sizeof(float));
+                }
+            }
         }
         for (int j = 0; j < nj; j++) {
             const float *row = src[i0 + j];
