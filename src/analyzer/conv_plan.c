@@ -33,7 +33,11 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
          * rows (KRSC holds B transposed), never in place. */
         v->shape.a_unit_stride = v->pointwise;
         v->shape.b_unit_stride = 0;
-        v->shape.a_seg = v->pointwise ? 0 : v->cg;
+        /* in place, the reduction comes in runs: a filter row's s*c
+         * channels where they are contiguous (conv_inplace.c), else one
+         * tap's c/groups */
+        v->shape.a_seg = v->pointwise ? 0 : p->dilation_w == 1 && p->groups == 1 ? p->s * v->cg : v->cg;
+        v->shape.a_run = v->pointwise ? 0 : v->cg;
         /* the in-place path keeps a filter row's taps in a fixed table */
         v->shape.a_gathered = !v->pointwise && (p->s > VX_CONV_INPLACE_MAX_S ||
                                                 p->r * p->s > VX_CONV_INPLACE_MAX_TAPS);

@@ -43,6 +43,13 @@ static double bw_for(const vx_device_desc *d, double bytes, int t)
     return shared < own ? shared : own;
 }
 
+/* A gathered A whose contiguous runs are shorter than a vector moves only
+ * that many floats per vector operation: its copy costs that much more. */
+static double a_copy_factor(const vx_problem *p)
+{
+    return p->a_run > 0 && p->a_run < 8 ? 8.0 / (double)p->a_run : 1.0;
+}
+
 /* Per-grid quantities every L1 candidate under it shares. */
 typedef struct {
     int64_t m_c, n_c;   /* the largest cell */
@@ -104,7 +111,8 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
         const int64_t mc = b->mc < m_c ? b->mc : cdiv(m_c, m0) * m0;
         const int64_t nc = b->nc < n_c ? b->nc : cdiv(n_c, n0) * n0;
         const int64_t MB = cdiv(m_c, mc), NB = cdiv(n_c, nc);
-        const double copy_a = (double)NB * (double)m_c * (double)k * dmax(d->copy_ns[0][p->a_trans], e / x->bw_a_home);
+        const double copy_a = (double)NB * (double)m_c * (double)k *
+                              dmax(d->copy_ns[0][p->a_trans] * a_copy_factor(p), e / x->bw_a_home);
         /* A block read once per column tile from its buffer; the B block once
          * per row block from wherever it fits. */
         const double bw_abuf = d->mem[d->buffer_level_a].bw;
@@ -207,7 +215,7 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
     if (mode != VX_LOAD_NONE)
         lb += (double)x->n_c * (double)p->k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
     if (mode == VX_LOAD_COPY_AB) {
-        lb += (double)x->m_c * (double)p->k * dmax(d->copy_ns[0][p->a_trans], e / x->bw_a_home);
+        lb += (double)x->m_c * (double)p->k * dmax(d->copy_ns[0][p->a_trans] * a_copy_factor(p), e / x->bw_a_home);
         const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
         return lb + dmax(compute, streams);
     }

@@ -126,6 +126,7 @@ typedef struct {
     int a_in_place_ok;         /* A exists as a matrix (else only VX_LOAD_COPY_AB) */
     int64_t a_seg;             /* > 0: A in place is k / a_seg segments (a convolution's
                                   filter taps), each L0 call within one */
+    int64_t a_run;             /* > 0: a copied A is gathered from runs this long */
     int units_warm;            /* the units are still busy-waiting from a recent region */
 } vx_problem;
 

@@ -87,20 +87,42 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
     float *c = J->out + ((im * J->v->p + oh) * Q) * K + g * J->v->kg + k0;
     vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
     const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
-    /* the valid taps (r, s): rows inside the input, columns valid for the segment */
-    int64_t tap_r[VX_CONV_INPLACE_MAX_TAPS], tap_s[VX_CONV_INPLACE_MAX_TAPS];
-    int ntap = 0;
+    /* The runs of the reduction this segment reads: one per valid tap
+     * (r, s), cg channels long; or, where the channels of one input pixel
+     * are all of the group's (groups == 1) and the filter row's columns are
+     * adjacent (dilation_w == 1), one per filter row over its valid columns
+     * (always adjacent), up to s*c floats long: the input under them is
+     * contiguous, and so is that part of the packed filter (order r, s, c). Longer runs
+     * mean fewer, longer L0 calls (a 3-channel stem: 21 instead of 3). */
+    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    int nrun = 0;
+    const int merge = p->dilation_w == 1 && cg == C;
     for (int64_t r = 0; r < p->r; r++) {
         const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
         if (ih < 0 || ih >= p->h)
             continue;
+        if (merge) { /* the valid columns of a filter row are adjacent: one run */
+            int64_t sa = -1, sb = -1;
+            for (int64_t s = 0; s < p->s; s++)
+                if (s_lo[s] <= x0 && x1 <= s_hi[s]) {
+                    sa = sa < 0 ? s : sa;
+                    sb = s;
+                }
+            if (sa >= 0) {
+                run_r[nrun] = r;
+                run_s[nrun] = sa;
+                run_len[nrun++] = (sb - sa + 1) * cg;
+            }
+            continue;
+        }
         for (int64_t s = 0; s < p->s; s++)
             if (s_lo[s] <= x0 && x1 <= s_hi[s]) {
-                tap_r[ntap] = r;
-                tap_s[ntap++] = s;
+                run_r[nrun] = r;
+                run_s[nrun] = s;
+                run_len[nrun++] = cg;
             }
     }
-    if (ntap == 0) { /* every tap in the padding: the output is act(bias) */
+    if (nrun == 0) { /* every tap in the padding: the output is act(bias) */
         for (int64_t x = x0; x < x1; x += mr) {
             const int mm = (int)min64(mr, x1 - x);
             J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + x * K, K, nn, 1.0f, 0.0f, epp);
@@ -110,15 +132,15 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
     /* rows of A: pixels stride_w input columns apart (a one-pixel segment
      * has no second row, and its stride may not even be representable) */
     const int64_t a_rs = x1 - x0 > 1 ? p->stride_w * C : 0;
-    for (int t = 0; t < ntap; t++) {
-        const int64_t r = tap_r[t], s = tap_s[t];
+    for (int t = 0; t < nrun; t++) {
+        const int64_t r = run_r[t], s = run_s[t], len = run_len[t];
         const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
         const float *row = J->in + ((im * p->h + ih) * p->w) * C + g * cg;
         const float *b = bp + (r * p->s + s) * cg * nr;
-        for (int64_t c0 = 0; c0 < cg; c0 += kc) {
-            const int64_t kb = min64(kc, cg - c0);
+        for (int64_t c0 = 0; c0 < len; c0 += kc) {
+            const int64_t kb = min64(kc, len - c0);
             const float beta = t == 0 && c0 == 0 ? 0.0f : 1.0f;
-            const vx_epilogue *e = t == ntap - 1 && c0 + kb >= cg ? epp : NULL;
+            const vx_epilogue *e = t == nrun - 1 && c0 + kb >= len ? epp : NULL;
             for (int64_t x = x0; x < x1; x += mr) {
                 const int mm = (int)min64(mr, x1 - x);
                 const int64_t iw = x * p->stride_w - p->pad_w + s * p->dilation_w;
