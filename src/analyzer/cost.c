@@ -126,6 +126,16 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
      * prefetch them: reads from beyond the second level run at the measured
      * strided rate and stall the kernel instead of overlapping with it (the
      * copied paths stream contiguous buffers, which the hardware prefetches). */
+    if (p->a_seg > 0 && b->mode == VX_LOAD_COPY_B) {
+        /* A convolution's patches read in place: a tile's rows are adjacent
+         * pixels, and the input under a row of output pixels is read once
+         * from its home and then again from the second level by every tap
+         * run and column tile. Such reads stream (the prefetchers follow
+         * them) and overlap the kernels, like a copied operand's. */
+        const double a_first = e * (double)m_c * (double)p->a_seg / x->bw_a_home;
+        const double a_again = a_cell * (double)cols / d->mem[1].bw;
+        return copy_b + dmax(compute, a_first + a_again);
+    }
     double bw_a = bw_for(d, e * (double)m_c * (double)kb, x->t);
     if (bw_a < d->mem[1].bw)
         bw_a = fmin(bw_a, d->bw_strided);
@@ -219,6 +229,8 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
         const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
         return lb + dmax(compute, streams);
     }
+    if (p->a_seg > 0 && mode == VX_LOAD_COPY_B)
+        return lb + compute; /* price_cell's convolution branch: streams overlap */
     lb += compute + a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_top;
     if (mode == VX_LOAD_NONE)
         lb += b_cell / x->bw_b_home + b_cell * (double)(cdiv(x->m_c, m0) - 1) / bw_top;
