@@ -12,6 +12,20 @@ enum { MAX_PANEL_ROWS = 64 };
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* Runs here are a few to a few dozen floats: plain loops, not libc calls
+ * (a call per run cost more than the run itself). */
+static inline void zero_run(float *d, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = 0.0f;
+}
+
+static inline void copy_run(float *restrict d, const float *restrict s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = s[i];
+}
+
 /* NHWC, operand A: row = output pixel (image, oh, ow), column = (r, s, c')
  * with c' fastest, so for one (r, s) a row reads c' contiguous channels.
  * Rows go to panels of `mr` rows stored k-major (vx_pack_a's layout); each
@@ -54,9 +68,42 @@ static void pack_nhwc(const vx_gather *self, int64_t item, int64_t r0, int64_t r
 }
 
 /* NCHW, operand B: row = (c', r, s) with s fastest, column = output pixel
- * (oh, ow) of one image. Panels of nr columns (vx_pack_b's layout, zero
- * padded); along a row of output pixels the input is read with the stride,
- * and with stride 1 as one clipped copy. */
+ * (oh, ow) of one image, stored in panels of nr columns (vx_pack_b's
+ * layout: column j of row p at out[(j / nr) * nr * rows + p * nr + j % nr],
+ * zero padded to a whole panel). Each row is filled along whole runs of
+ * output pixels (a row of the output at a time), cut only where a panel
+ * ends; with stride 1 a run is one clipped copy of an input row. */
+typedef struct {
+    float *row;          /* this row's slot in panel 0: out + p * nr */
+    int64_t step, nr;    /* floats from one panel to the next: nr * rows */
+    int64_t lane;        /* the cursor: next column's lane in its panel */
+} panel_row;
+
+/* The next n columns of the row (the cursor moves on; columns are filled in
+ * order, so no division is ever needed): zeros (src NULL) or src[t * st]. */
+static void put_run(panel_row *pr, int64_t n, const float *src, int64_t st)
+{
+    while (n > 0) {
+        const int64_t piece = min64(n, pr->nr - pr->lane);
+        float *d = pr->row + pr->lane;
+        if (!src)
+            zero_run(d, piece);
+        else if (st == 1)
+            copy_run(d, src, piece);
+        else
+            for (int64_t t = 0; t < piece; t++)
+                d[t] = src[t * st];
+        if (src)
+            src += piece * st;
+        n -= piece;
+        pr->lane += piece;
+        if (pr->lane == pr->nr) {
+            pr->lane = 0;
+            pr->row += pr->step;
+        }
+    }
+}
+
 static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
                       int nr, float *out)
 {
@@ -64,50 +111,43 @@ static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t r
     const int64_t hw = X->h * X->w, rs_n = X->r * X->s;
     const int64_t im = item / X->groups, g = item % X->groups;
     const float *base = X->in + (im * X->c + g * X->cg) * hw;
-    for (int64_t j0 = 0; j0 < cols; j0 += nr) {
-        const int64_t ncol = min64(nr, cols - j0);
-        float *dst = out + j0 * rows;
-        const int64_t oh0 = (c0 + j0) / X->q, ow0 = (c0 + j0) % X->q;
-        int64_t c = r0 / rs_n, rs = r0 % rs_n;
-        int64_t r = rs / X->s, s = rs % X->s;
-        for (int64_t pp = 0; pp < rows; pp++) {
-            float *d = dst + pp * nr;
-            const float *chan = base + c * hw;
-            const int64_t dy = r * X->dh - X->ph, dx = s * X->dw - X->pw;
-            for (int64_t j = 0, oh = oh0, ow = ow0; j < ncol; oh++, ow = 0) {
-                const int64_t run = min64(X->q - ow, ncol - j);
-                const int64_t ih = oh * X->sh + dy;
-                if (ih < 0 || ih >= X->h) {
-                    memset(d + j, 0, (size_t)run * sizeof(float));
+    const int64_t oh0 = c0 / X->q, ow0 = c0 % X->q, padded = (cols + nr - 1) / nr * nr;
+    int64_t c = r0 / rs_n, rs = r0 % rs_n;
+    int64_t r = rs / X->s, s = rs % X->s;
+    for (int64_t pp = 0; pp < rows; pp++) {
+        panel_row pr = { out + pp * nr, (int64_t)nr * rows, nr, 0 };
+        const float *chan = base + c * hw;
+        const int64_t dy = r * X->dh - X->ph, dx = s * X->dw - X->pw;
+        for (int64_t j = 0, oh = oh0, ow = ow0; j < cols; oh++, ow = 0) {
+            const int64_t run = min64(X->q - ow, cols - j);
+            const int64_t ih = oh * X->sh + dy;
+            if (ih < 0 || ih >= X->h) {
+                put_run(&pr, run, NULL, 0);
+            } else {
+                /* output columns t with 0 <= iw + t*sw < w: [lo, hi) */
+                const int64_t iw = ow * X->sw + dx;
+                int64_t lo, hi;
+                if (X->sw == 1) { /* no divisions on the common path */
+                    lo = min64(max64(-iw, 0), run);
+                    hi = max64(min64(X->w - iw, run), lo);
                 } else {
-                    const float *row = chan + ih * X->w;
-                    const int64_t iw = ow * X->sw + dx;
-                    if (X->sw == 1) {
-                        const int64_t lo = min64(max64(-iw, 0), run), hi = max64(min64(X->w - iw, run), lo);
-                        memset(d + j, 0, (size_t)lo * sizeof(float));
-                        memcpy(d + j + lo, row + iw + lo, (size_t)(hi - lo) * sizeof(float));
-                        memset(d + j + hi, 0, (size_t)(run - hi) * sizeof(float));
-                    } else {
-                        /* columns t with 0 <= iw + t*sw < w: [lo, hi) */
-                        const int64_t lo = min64(iw >= 0 ? 0 : (-iw + X->sw - 1) / X->sw, run);
-                        const int64_t hi = max64(min64(iw >= X->w ? 0 : (X->w - 1 - iw) / X->sw + 1, run), lo);
-                        float *out_t = d + j;
-                        memset(out_t, 0, (size_t)lo * sizeof(float));
-                        for (int64_t t = lo; t < hi; t++)
-                            out_t[t] = row[iw + t * X->sw];
-                        memset(out_t + hi, 0, (size_t)(run - hi) * sizeof(float));
-                    }
+                    lo = min64(iw >= 0 ? 0 : (-iw + X->sw - 1) / X->sw, run);
+                    hi = max64(min64(iw >= X->w ? 0 : (X->w - 1 - iw) / X->sw + 1, run), lo);
                 }
-                j += run;
+                const float *row = chan + ih * X->w;
+                put_run(&pr, lo, NULL, 0);
+                if (hi > lo)
+                    put_run(&pr, hi - lo, row + iw + lo * X->sw, X->sw);
+                put_run(&pr, run - hi, NULL, 0);
             }
-            if (ncol < nr)
-                memset(d + ncol, 0, (size_t)(nr - ncol) * sizeof(float));
-            if (++s == X->s) {
-                s = 0;
-                if (++r == X->r) {
-                    r = 0;
-                    ++c;
-                }
+            j += run;
+        }
+        put_run(&pr, padded - cols, NULL, 0);
+        if (++s == X->s) {
+            s = 0;
+            if (++r == X->r) {
+                r = 0;
+                ++c;
             }
         }
     }
