@@ -50,6 +50,8 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
         v->shape.a_unit_stride = 1;
         v->shape.b_unit_stride = 1;
         v->shape.b_gathered = !v->pointwise;
+        /* the gather copies runs of a row of output pixels, cut at panels */
+        v->shape.b_run = v->pointwise ? 0 : (v->q < 16 ? v->q : 16);
     }
     v->shape.m = v->m;
     v->shape.n = v->n;

@@ -43,11 +43,17 @@ static double bw_for(const vx_device_desc *d, double bytes, int t)
     return shared < own ? shared : own;
 }
 
-/* A gathered A whose contiguous runs are shorter than a vector moves only
- * that many floats per vector operation: its copy costs that much more. */
-static double a_copy_factor(const vx_problem *p)
+/* ns per element copied into A's and B's buffers: the measured packing
+ * rate, plus, for a gathered operand (a convolution's patches), the fixed
+ * cost of starting each contiguous run it is gathered from. */
+static double copy_a_ns(const vx_device_desc *d, const vx_problem *p)
 {
-    return p->a_run > 0 && p->a_run < 8 ? 8.0 / (double)p->a_run : 1.0;
+    return d->copy_ns[0][p->a_trans] + (p->a_run > 0 ? d->gather_run_ns / (double)p->a_run : 0.0);
+}
+
+static double copy_b_ns(const vx_device_desc *d, const vx_problem *p)
+{
+    return d->copy_ns[1][p->b_trans] + (p->b_run > 0 ? d->gather_run_ns / (double)p->b_run : 0.0);
 }
 
 /* Per-grid quantities every L1 candidate under it shares. */
@@ -105,14 +111,14 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const double compute = l0_time(F, b->mode, m0, m_c, cols, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
     const double copy_b = d->mode_ns[b->mode] +
-                          (double)n_c * (double)k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
+                          (double)n_c * (double)k * dmax(copy_b_ns(d, p), e / x->bw_b_home);
 
     if (b->mode == VX_LOAD_COPY_AB) {
         const int64_t mc = b->mc < m_c ? b->mc : cdiv(m_c, m0) * m0;
         const int64_t nc = b->nc < n_c ? b->nc : cdiv(n_c, n0) * n0;
         const int64_t MB = cdiv(m_c, mc), NB = cdiv(n_c, nc);
         const double copy_a = (double)NB * (double)m_c * (double)k *
-                              dmax(d->copy_ns[0][p->a_trans] * a_copy_factor(p), e / x->bw_a_home);
+                              dmax(copy_a_ns(d, p), e / x->bw_a_home);
         /* A block read once per column tile from its buffer; the B block once
          * per row block from wherever it fits. */
         const double bw_abuf = d->mem[d->buffer_level_a].bw;
@@ -223,9 +229,9 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
                                    mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1);
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
-        lb += (double)x->n_c * (double)p->k * dmax(d->copy_ns[1][p->b_trans], e / x->bw_b_home);
+        lb += (double)x->n_c * (double)p->k * dmax(copy_b_ns(d, p), e / x->bw_b_home);
     if (mode == VX_LOAD_COPY_AB) {
-        lb += (double)x->m_c * (double)p->k * dmax(d->copy_ns[0][p->a_trans] * a_copy_factor(p), e / x->bw_a_home);
+        lb += (double)x->m_c * (double)p->k * dmax(copy_a_ns(d, p), e / x->bw_a_home);
         const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
         return lb + dmax(compute, streams);
     }

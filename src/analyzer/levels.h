@@ -86,6 +86,7 @@ typedef struct {
                                    [0] from the level before the last, [1] from the last */
     int buffer_level_a;        /* the mem level a copied A block is read from */
     double copy_ns[2][2];      /* ns per element copied: [A, B][source transposed] */
+    double gather_run_ns;      /* a gathered copy's extra cost per contiguous run */
     double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */
@@ -126,7 +127,7 @@ typedef struct {
     int a_in_place_ok;         /* A exists as a matrix (else only VX_LOAD_COPY_AB) */
     int64_t a_seg;             /* > 0: A in place is k / a_seg segments (a convolution's
                                   filter taps), each L0 call within one */
-    int64_t a_run;             /* > 0: a copied A is gathered from runs this long */
+    int64_t a_run, b_run;      /* > 0: a copied A / B is gathered from runs this long */
     int units_warm;            /* the units are still busy-waiting from a recent region */
 } vx_problem;
 

@@ -27,6 +27,7 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->a_in_place_ok = !s->a_gathered;
     p->a_seg = s->a_seg;
     p->a_run = s->a_run;
+    p->b_run = s->b_run;
     p->units_warm = s->pool_warm != 0;
 }
 
@@ -202,7 +203,7 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
                               (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int64_t)isa << 2) |
                                   ((int64_t)(s->pool_warm != 0) << 4) | ((int64_t)max_threads << 5) |
                                   ((int64_t)(s->a_gathered != 0) << 40) | ((int64_t)(s->b_gathered != 0) << 41),
-                              s->a_seg | (s->a_run << 32) };
+                              s->a_seg | (s->a_run << 32) | (s->b_run << 48) };
     if (vx_plan_cache_get(&key, out))
         return;
     vx_priced_plan best;

@@ -26,7 +26,7 @@ typedef struct {
     int b_gathered;       /* B is produced by a gather: B is never read in place */
     int64_t a_seg;        /* > 0: A read in place comes in segments of this length
                              along k (a convolution's taps; see levels.h) */
-    int64_t a_run;        /* > 0: copying A gathers contiguous runs this long */
+    int64_t a_run, b_run; /* > 0: copying A / B gathers contiguous runs this long */
 } vx_gemm_shape;
 
 typedef struct {

@@ -103,6 +103,12 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->copy_ns[0][1] = tu->pack_a_ns[1];
     d->copy_ns[1][0] = tu->pack_b_ns[0];
     d->copy_ns[1][1] = tu->pack_b_ns[1];
+    /* Convolution gathers pay a fixed cost per contiguous run on top of the
+     * packing rate (bounds, zero padding, the loop around each run): 15 ns,
+     * fitted to gathers timed on the 2-core AMD EPYC (NOTES.md: 0.48 ns per
+     * element over 56-float runs, 1.3 over 14-float runs, 0.20 packing).
+     * Not measured by vortex-install-tune yet. */
+    d->gather_run_ns = 15.0;
     d->parallel_ns[0] = tu->wake_ns;
     d->parallel_ns[1] = tu->wake_warm_ns;
     d->call_ns = tu->call_ns;
