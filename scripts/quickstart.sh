@@ -12,5 +12,7 @@ fi
 ninja -C build
 build/tools/vortex-install-tune --print
 build/tools/vortex-info --candidates --explain gemm 2048 2048 2048
+build/tools/vortex-info --explain conv2d 1 64 56 56 64 3 3 --pad 1 --nhwc | tail -n 4
 mkdir -p benchmarks/out
 build/benchmarks/vortex-bench-gemm --suite bert,small --quick --peak --csv benchmarks/out/quickstart.csv
+build/benchmarks/vortex-bench-conv --suite small --quick --csv benchmarks/out/quickstart-conv.csv

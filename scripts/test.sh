@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Vortex twice (release, and AddressSanitizer + UndefinedBehaviorSanitizer)
-# and runs the Criterion tests in both, then the 10-second benchmark smoke.
+# and runs the Criterion tests in both, then the 10-second benchmark smokes
+# (GEMM and conv2d against the baselines).
 # Ends with one line "N passed, N failed, N skipped" summed over every run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,15 @@ if [ -x build/benchmarks/vortex-bench-gemm ]; then
     passed=$((passed + 1))
   else
     echo "benchmark smoke failed"; failed=$((failed + 1))
+  fi
+fi
+
+if [ -x build/benchmarks/vortex-bench-conv ]; then
+  echo "== conv benchmark smoke (10 s) =="
+  if timeout 180 build/benchmarks/vortex-bench-conv --suite small --quick --max-seconds 10; then
+    passed=$((passed + 1))
+  else
+    echo "conv benchmark smoke failed"; failed=$((failed + 1))
   fi
 fi
 
