@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/conv_plan.h"
 #include "analyzer/cost.h"
 #include "analyzer/plancache.h"
 #include "analyzer/select.h"
@@ -105,7 +106,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
         for (int j = 0; j < NDIMS; j += 2)
             for (int l = 1; l < NDIMS; l += 3)
                 for (int t = 1; t <= 2; t++) {
-                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0 };
+                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0, 0, 0 };
                     vx_priced_plan one;
                     vx_gemm_rank(&s, vt_isa, t, &one, 1);
                     const int n = vx_gemm_rank(&s, vt_isa, t, all, RANK_MAX);
@@ -127,6 +128,42 @@ VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
     free(all);
 }
 
+/* The same for convolutions' views: gathered operands, in-place patches in
+ * tap runs and rows with edge tiles change the bounds as well as the prices. */
+VT_ISA_TEST(search, pruning_keeps_the_best_for_convolutions, TMO)
+{
+    static const int64_t cs[][9] = {
+        /* layout, n, c, hw, k, rs, stride, pad, groups */
+        { VX_NHWC, 1, 64, 56, 64, 3, 1, 1, 1 },   { VX_NHWC, 1, 512, 7, 512, 3, 1, 1, 1 },
+        { VX_NHWC, 8, 3, 224, 64, 7, 2, 3, 1 },   { VX_NHWC, 4, 186, 4, 142, 11, 2, 5, 1 },
+        { VX_NHWC, 2, 12, 30, 18, 5, 1, 2, 2 },   { VX_NCHW, 1, 64, 56, 64, 3, 1, 1, 1 },
+        { VX_NCHW, 7, 532, 14, 84, 3, 1, 1, 1 },  { VX_NCHW, 3, 5, 65, 72, 3, 2, 1, 1 },
+        { VX_NHWC, 3, 40, 17, 24, 1, 1, 0, 1 },
+    };
+    vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
+    cr_assert_not_null(all);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int t = 1; t <= 2; t++) {
+            const vx_conv2d_params p = { (vx_tensor_layout)cs[i][0], cs[i][1], cs[i][2], cs[i][3], cs[i][3],
+                                         cs[i][4], cs[i][5], cs[i][5], cs[i][6], cs[i][6], cs[i][7], cs[i][7],
+                                         1, 1, cs[i][8], VX_ACT_NONE };
+            vx_conv_view v;
+            vx_conv_view_of(&p, &v);
+            vx_priced_plan one;
+            vx_gemm_rank(&v.shape, vt_isa, t, &one, 1);
+            const int n = vx_gemm_rank(&v.shape, vt_isa, t, all, RANK_MAX);
+            cr_assert(n >= 1, "conv %zu: nothing ranked", i);
+            const double rel = (one.predicted_ns - all[0].predicted_ns) / all[0].predicted_ns;
+            char a[160], b[160];
+            vx_plan_describe(&one.plan, a, sizeof a);
+            vx_plan_describe(&all[0].plan, b, sizeof b);
+            cr_assert(rel > -1e-9 && rel < 1e-9, "conv %zu (m=%lld n=%lld k=%lld) t=%d: pruned [%s] %.1f ns, "
+                      "exhaustive [%s] %.1f ns", i, (long long)v.m, (long long)v.n, (long long)v.k, t, a,
+                      one.predicted_ns, b, all[0].predicted_ns);
+        }
+    free(all);
+}
+
 /* Every plan the model can rank runs correctly: force each one on shapes
  * with ragged edges and several k blocks. */
 VT_ISA_TEST(search, every_ranked_plan_is_correct, TMO)
@@ -137,7 +174,7 @@ VT_ISA_TEST(search, every_ranked_plan_is_correct, TMO)
     vx_set_num_threads(2);
     int checked = 0;
     for (int s_i = 0; s_i < 3; s_i++) {
-        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0, 0, 0, 0, 0, 0 };
+        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 };
         const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
         /* every plan on the smallest shape, a stride through the others */
         const int step = s_i == 2 ? 1 : 7;
@@ -192,7 +229,7 @@ static pthread_barrier_t g_bar;
 
 static vx_gemm_shape conc_shape(int i)
 {
-    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0, 0, 0, 0, 0, 0 };
+    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0, 0, 0, 0, 0, 0, 0, 0 };
 }
 
 static void *conc_worker(void *arg)

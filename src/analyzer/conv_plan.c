@@ -38,6 +38,14 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
          * tap's c/groups */
         v->shape.a_seg = v->pointwise ? 0 : p->dilation_w == 1 && p->groups == 1 ? p->s * v->cg : v->cg;
         v->shape.a_run = v->pointwise ? 0 : v->cg;
+        if (!v->pointwise) {
+            /* output columns whose taps reach into the padding, left and right */
+            const int64_t left = (p->pad_w + p->stride_w - 1) / p->stride_w;
+            const int64_t reach = (v->q - 1) * p->stride_w - p->pad_w + p->dilation_w * (p->s - 1) - (p->w - 1);
+            const int64_t right = reach > 0 ? (reach + p->stride_w - 1) / p->stride_w : 0;
+            v->shape.a_row = v->q;
+            v->shape.a_edge = left + right < v->q ? left + right : v->q;
+        }
         /* the in-place path keeps a filter row's taps in a fixed table */
         v->shape.a_gathered = !v->pointwise && (p->s > VX_CONV_INPLACE_MAX_S ||
                                                 p->r * p->s > VX_CONV_INPLACE_MAX_TAPS);

@@ -96,6 +96,21 @@ static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int6
     return t * (double)cols;
 }
 
+/* L0 time of a convolution's in-place patches: pixel tiles never cross an
+ * output row, and the a_edge pixels of each row whose taps reach into the
+ * padding run as tiles of their own (one pixel each, mostly), so a row of
+ * a_row pixels costs its interior tiles plus a_edge one-row tiles. */
+static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
+                             int64_t kblocks, const vx_problem *p)
+{
+    if (p->a_row <= 0)
+        return l0_time(F, mode, m0, m_c, cols, k, kblocks);
+    const int64_t edge = p->a_edge < p->a_row ? p->a_edge : p->a_row;
+    const double row = (p->a_row > edge ? l0_time(F, mode, m0, p->a_row - edge, cols, k, kblocks) : 0.0) +
+                       (double)edge * l0_time(F, mode, 1, 1, cols, k, kblocks);
+    return row * (double)m_c / (double)p->a_row;
+}
+
 static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
                          const vx_l1_cand *b, const grid_ctx *x)
 {
@@ -140,7 +155,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
          * them) and overlap the kernels, like a copied operand's. */
         const double a_first = e * (double)m_c * (double)p->a_seg / x->bw_a_home;
         const double a_again = a_cell * (double)cols / d->mem[1].bw;
-        return copy_b + dmax(compute, a_first + a_again);
+        return copy_b + dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_first + a_again);
     }
     double bw_a = bw_for(d, e * (double)m_c * (double)kb, x->t);
     if (bw_a < d->mem[1].bw)
@@ -235,8 +250,8 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
         const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
         return lb + dmax(compute, streams);
     }
-    if (p->a_seg > 0 && mode == VX_LOAD_COPY_B)
-        return lb + compute; /* price_cell's convolution branch: streams overlap */
+    if (p->a_seg > 0 && mode == VX_LOAD_COPY_B) /* price_cell's convolution branch: streams overlap */
+        return lb + fmin(compute, conv_rows_time(F, mode, m0, x->m_c, cols, p->k, cdiv(p->k, p->a_seg), p));
     lb += compute + a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_top;
     if (mode == VX_LOAD_NONE)
         lb += b_cell / x->bw_b_home + b_cell * (double)(cdiv(x->m_c, m0) - 1) / bw_top;

@@ -128,6 +128,8 @@ typedef struct {
     int64_t a_seg;             /* > 0: A in place is k / a_seg segments (a convolution's
                                   filter taps), each L0 call within one */
     int64_t a_run, b_run;      /* > 0: a copied A / B is gathered from runs this long */
+    int64_t a_row, a_edge;     /* a_row > 0: A in place comes in rows of a_row (output
+                                  pixels), each with a_edge tiles of one row at its edges */
     int units_warm;            /* the units are still busy-waiting from a recent region */
 } vx_problem;
 

@@ -28,6 +28,8 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->a_seg = s->a_seg;
     p->a_run = s->a_run;
     p->b_run = s->b_run;
+    p->a_row = s->a_row;
+    p->a_edge = s->a_edge;
     p->units_warm = s->pool_warm != 0;
 }
 
@@ -203,7 +205,7 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
                               (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int64_t)isa << 2) |
                                   ((int64_t)(s->pool_warm != 0) << 4) | ((int64_t)max_threads << 5) |
                                   ((int64_t)(s->a_gathered != 0) << 40) | ((int64_t)(s->b_gathered != 0) << 41),
-                              s->a_seg | (s->a_run << 32) | (s->b_run << 48) };
+                              s->a_seg ^ (s->a_run << 24) ^ (s->b_run << 40) ^ (s->a_row << 48) ^ (s->a_edge << 58) };
     if (vx_plan_cache_get(&key, out))
         return;
     vx_priced_plan best;

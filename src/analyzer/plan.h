@@ -27,6 +27,8 @@ typedef struct {
     int64_t a_seg;        /* > 0: A read in place comes in segments of this length
                              along k (a convolution's taps; see levels.h) */
     int64_t a_run, b_run; /* > 0: copying A / B gathers contiguous runs this long */
+    int64_t a_row, a_edge; /* a_row > 0: A in place is cut into rows of a_row, each with
+                              a_edge one-row tiles at its edges (see levels.h) */
 } vx_gemm_shape;
 
 typedef struct {
