@@ -132,7 +132,7 @@ VX_API vx_status dyn_gemm(vx_layout layout, vx_transpose transa, vx_transpose tr
     if (k == 0 || alpha == 0.0f) {
         scale_c(g.m, g.n, beta, g.c, g.c_rs);
     } else {
-        vx_gemm_shape shape = { g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, vx_pool_warm(), 0, 0, 0, 0, 0, 0, 0 };
+        vx_gemm_shape shape = { g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, vx_pool_warm(), 0, 0, 0, 0, 0, 0, 0, 0, 0 };
         vx_gemm_plan plan;
         vx_plan_gemm(&shape, (vx_isa)isa, vx_threads(), &plan);
         if ((s = vx_cpu_gemm(&g, &plan, &threads)) != VX_OK)

@@ -106,7 +106,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
         for (int j = 0; j < NDIMS; j += 2)
             for (int l = 1; l < NDIMS; l += 3)
                 for (int t = 1; t <= 2; t++) {
-                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0, 0, 0 };
+                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
                     vx_priced_plan one;
                     vx_gemm_rank(&s, vt_isa, t, &one, 1);
                     const int n = vx_gemm_rank(&s, vt_isa, t, all, RANK_MAX);
@@ -174,7 +174,7 @@ VT_ISA_TEST(search, every_ranked_plan_is_correct, TMO)
     vx_set_num_threads(2);
     int checked = 0;
     for (int s_i = 0; s_i < 3; s_i++) {
-        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0, 0, 0, 0, 0, 0, 0, 0 };
+        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
         const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
         /* every plan on the smallest shape, a stride through the others */
         const int step = s_i == 2 ? 1 : 7;
@@ -229,7 +229,7 @@ static pthread_barrier_t g_bar;
 
 static vx_gemm_shape conc_shape(int i)
 {
-    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0, 0, 0, 0, 0, 0, 0, 0 };
+    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 }
 
 static void *conc_worker(void *arg)

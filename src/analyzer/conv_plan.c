@@ -11,6 +11,45 @@
 
 static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+void vx_conv_used_taps(int64_t out, int64_t in, int64_t f, int64_t st, int64_t pad, int64_t d, int64_t *lo,
+                       int64_t *hi)
+{
+    *lo = f;
+    *hi = 0;
+    for (int64_t t = 0; t < f; t++) {
+        /* outputs o with 0 <= o*st - pad + t*d < in */
+        const int64_t off = t * d - pad;
+        const int64_t first = off >= 0 ? 0 : cdiv(-off, st);
+        const int64_t last = in - 1 - off < 0 ? -1 : (in - 1 - off) / st; /* inclusive */
+        if (first <= last && first < out) {
+            *lo = t < *lo ? t : *lo;
+            *hi = t + 1;
+        }
+    }
+    if (*lo >= *hi)
+        *lo = *hi = 0;
+}
+
+/* Mean fraction of a filter dimension's taps that land inside the input,
+ * over the output positions: out outputs, filter f, dilation d, stride st,
+ * padding pad, input in. Only the positions near either edge lose taps, so
+ * only those are walked. */
+static double tap_fraction(int64_t out, int64_t in, int64_t f, int64_t st, int64_t pad, int64_t d)
+{
+    const int64_t edge = cdiv(pad + d * (f - 1), st) + 1; /* positions that can lose taps per side */
+    int64_t lost = 0;
+    for (int64_t o = 0; o < out; o++) {
+        if (o >= edge && o < out - edge)
+            o = out - edge; /* the interior keeps every tap */
+        const int64_t x0 = o * st - pad;
+        for (int64_t t = 0; t < f; t++) {
+            const int64_t x = x0 + t * d;
+            lost += x < 0 || x >= in;
+        }
+    }
+    return 1.0 - (double)lost / ((double)out * (double)f);
+}
+
 void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -45,6 +84,14 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
             const int64_t right = reach > 0 ? (reach + p->stride_w - 1) / p->stride_w : 0;
             v->shape.a_row = v->q;
             v->shape.a_edge = left + right < v->q ? left + right : v->q;
+            const double frac = tap_fraction(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h) *
+                                tap_fraction(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w);
+            v->shape.a_kfrac = frac < 0.999 ? frac : 0.0;
+            int64_t r0, r1, s0, s1;
+            vx_conv_used_taps(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h, &r0, &r1);
+            vx_conv_used_taps(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w, &s0, &s1);
+            const double used = (double)(r1 - r0) * (double)(s1 - s0) / ((double)p->r * (double)p->s);
+            v->shape.b_kfrac = used < 0.999 ? used : 0.0;
         }
         /* the in-place path keeps a filter row's taps in a fixed table */
         v->shape.a_gathered = !v->pointwise && (p->s > VX_CONV_INPLACE_MAX_S ||

@@ -34,6 +34,12 @@ typedef struct {
     vx_gemm_shape shape;       /* what the GEMM planner sees for one item */
 } vx_conv_view;
 
+/* The filter taps [*lo, *hi) along one dimension that some output reads
+ * inside the input (out outputs, input extent in, filter f, stride st,
+ * padding pad, dilation d); the others only ever meet padding. */
+void vx_conv_used_taps(int64_t out, int64_t in, int64_t f, int64_t st, int64_t pad, int64_t d, int64_t *lo,
+                       int64_t *hi);
+
 /* Fill *v for valid parameters (checked by the caller). */
 void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v);
 

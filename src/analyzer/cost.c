@@ -96,13 +96,29 @@ static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int6
     return t * (double)cols;
 }
 
-/* L0 time of a convolution's in-place patches: pixel tiles never cross an
+/* Rows of B a load mode copies: all k, except that a convolution run with
+ * its patches in place packs only the filter taps some pixel uses. */
+static double b_copied_k(const vx_problem *p, int mode)
+{
+    const int conv_in_place = mode == VX_LOAD_COPY_B && p->a_seg > 0;
+    return (double)p->k * (conv_in_place && p->b_kfrac > 0 && p->b_kfrac < 1 ? p->b_kfrac : 1.0);
+}
+
+/* L0 time of a convolution's in-place patches: the taps that fall into the
+ * padding are skipped (a_kfrac of k is computed), pixel tiles never cross an
  * output row, and the a_edge pixels of each row whose taps reach into the
  * padding run as tiles of their own (one pixel each, mostly), so a row of
  * a_row pixels costs its interior tiles plus a_edge one-row tiles. */
 static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
                              int64_t kblocks, const vx_problem *p)
 {
+    /* taps in the padding are skipped: only the valid fraction of k runs */
+    if (p->a_kfrac > 0 && p->a_kfrac < 1) {
+        k = (int64_t)((double)k * p->a_kfrac + 0.5);
+        kblocks = (int64_t)((double)kblocks * p->a_kfrac + 0.5);
+        k = k > 0 ? k : 1;
+        kblocks = kblocks > 0 ? kblocks : 1;
+    }
     if (p->a_row <= 0)
         return l0_time(F, mode, m0, m_c, cols, k, kblocks);
     const int64_t edge = p->a_edge < p->a_row ? p->a_edge : p->a_row;
@@ -126,7 +142,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const double compute = l0_time(F, b->mode, m0, m_c, cols, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
     const double copy_b = d->mode_ns[b->mode] +
-                          (double)n_c * (double)k * dmax(copy_b_ns(d, p), e / x->bw_b_home);
+                          (double)n_c * b_copied_k(p, b->mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
 
     if (b->mode == VX_LOAD_COPY_AB) {
         const int64_t mc = b->mc < m_c ? b->mc : cdiv(m_c, m0) * m0;
@@ -244,7 +260,7 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
                                    mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1);
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
-        lb += (double)x->n_c * (double)p->k * dmax(copy_b_ns(d, p), e / x->bw_b_home);
+        lb += (double)x->n_c * b_copied_k(p, mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
     if (mode == VX_LOAD_COPY_AB) {
         lb += (double)x->m_c * (double)p->k * dmax(copy_a_ns(d, p), e / x->bw_a_home);
         const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;

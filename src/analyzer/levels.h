@@ -130,6 +130,10 @@ typedef struct {
     int64_t a_run, b_run;      /* > 0: a copied A / B is gathered from runs this long */
     int64_t a_row, a_edge;     /* a_row > 0: A in place comes in rows of a_row (output
                                   pixels), each with a_edge tiles of one row at its edges */
+    double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
+                                  (a convolution's taps in the padding); 0 = all of k */
+    double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the
+                                  filter taps some output uses); 0 = all */
     int units_warm;            /* the units are still busy-waiting from a recent region */
 } vx_problem;
 

@@ -30,6 +30,8 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->b_run = s->b_run;
     p->a_row = s->a_row;
     p->a_edge = s->a_edge;
+    p->a_kfrac = s->a_kfrac;
+    p->b_kfrac = s->b_kfrac;
     p->units_warm = s->pool_warm != 0;
 }
 
@@ -205,7 +207,8 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
                               (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int64_t)isa << 2) |
                                   ((int64_t)(s->pool_warm != 0) << 4) | ((int64_t)max_threads << 5) |
                                   ((int64_t)(s->a_gathered != 0) << 40) | ((int64_t)(s->b_gathered != 0) << 41),
-                              s->a_seg ^ (s->a_run << 24) ^ (s->b_run << 40) ^ (s->a_row << 48) ^ (s->a_edge << 58) };
+                              s->a_seg ^ (s->a_run << 24) ^ (s->b_run << 40) ^ (s->a_row << 48) ^ (s->a_edge << 58) ^
+                                  ((int64_t)(s->a_kfrac * 65536.0) << 8) ^ ((int64_t)(s->b_kfrac * 65536.0) << 30) };
     if (vx_plan_cache_get(&key, out))
         return;
     vx_priced_plan best;

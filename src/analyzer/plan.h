@@ -29,6 +29,8 @@ typedef struct {
     int64_t a_run, b_run; /* > 0: copying A / B gathers contiguous runs this long */
     int64_t a_row, a_edge; /* a_row > 0: A in place is cut into rows of a_row, each with
                               a_edge one-row tiles at its edges (see levels.h) */
+    double a_kfrac;       /* in (0, 1): in place, only this fraction of k is computed */
+    double b_kfrac;       /* in (0, 1): ... and only this fraction of B's rows copied */
 } vx_gemm_shape;
 
 typedef struct {

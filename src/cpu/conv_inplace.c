@@ -32,6 +32,7 @@ typedef struct {
     float *out;
     float *fp;                   /* packed filter: group, panel, (r, s, c'), nr */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
+    int64_t r0, r1, s0, s1;      /* the filter taps some pixel reads: [r0, r1) x [s0, s1) */
     atomic_llong next;
 } job;
 
@@ -54,8 +55,18 @@ static void pack_task(void *ctx, int tid, int nthreads)
     for (int64_t u; (u = atomic_fetch_add_explicit(&P->next, 1, memory_order_relaxed)) < units;) {
         const int64_t g = u / J->panels, q = u % J->panels;
         const int64_t k0 = q * nr, nb = min64(nr, J->v->kg - k0);
-        vx_pack_b(J->red, nb, P->filter + (g * J->v->kg + k0) * J->red, 1, J->red, nr,
-                  J->fp + (g * J->panels + q) * J->red * nr);
+        const float *src = P->filter + (g * J->v->kg + k0) * J->red;
+        float *panel = J->fp + (g * J->panels + q) * J->red * nr;
+        if (J->r1 - J->r0 == J->p->r && J->s1 - J->s0 == J->p->s) {
+            vx_pack_b(J->red, nb, src, 1, J->red, nr, panel);
+            continue;
+        }
+        /* only the taps some pixel reads (the rest meet padding only) */
+        const int64_t cg = J->v->cg;
+        for (int64_t r = J->r0; r < J->r1; r++) {
+            const int64_t off = (r * J->p->s + J->s0) * cg;
+            vx_pack_b((J->s1 - J->s0) * cg, nb, src + off, 1, J->red, nr, panel + off * nr);
+        }
     }
 }
 
@@ -231,6 +242,8 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.out = out;
     J.red = v->k;
     J.panels = cdiv(v->kg, plan->nr);
+    vx_conv_used_taps(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h, &J.r0, &J.r1);
+    vx_conv_used_taps(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w, &J.s0, &J.s1);
     const size_t floats = (size_t)(p->groups * J.panels * J.red * plan->nr);
     if (!(J.fp = vx_scratch(SLOT_FILTER, floats)))
         return vx_fail(VX_ERR_NO_MEMORY, "dyn_conv2d: out of memory for %zu bytes of packed filter",
