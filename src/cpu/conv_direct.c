@@ -46,7 +46,11 @@ static void valid_cols(int64_t q, int64_t w, int64_t sw, int64_t off, int64_t *l
     typedef float vf_##SUFFIX __attribute__((vector_size(4 * (W)), aligned(4)));                               \
     typedef int32_t vi_##SUFFIX __attribute__((vector_size(4 * (W)), aligned(4)));                             \
                                                                                                                \
-    /* NHWC, one output row (image, oh): ft is the filter as [r][s][k]. */                                    \
+    /* NHWC, one output row (image, oh): ft is the filter as [r][s][k]. The    \
+     * row's valid taps are listed once as offsets from a pixel's input;     \
+     * pixels whose taps all lie inside (the interior) use the list as is,   \
+     * the few at the padded edges build their own. Channels go four        \
+     * vectors at a time, each tap's filter and input vectors loaded once. */ \
     __attribute__((target(TARGET))) static void nhwc_row_##SUFFIX(const dw_job *J, const float *ft, int64_t im, \
                                                                   int64_t oh)                                  \
     {                                                                                                          \
@@ -54,30 +58,85 @@ static void valid_cols(int64_t q, int64_t w, int64_t sw, int64_t off, int64_t *l
         const int64_t K = p->k, C = p->c, mult = J->v->kg, q = J->v->q;                                        \
         const int relu = p->activation == VX_ACT_RELU;                                                         \
         const vf_##SUFFIX zero = { 0 };                                                                        \
+        int64_t row_off[VX_CONV_DIRECT_MAX_TAPS];                                                              \
+        const float *row_f[VX_CONV_DIRECT_MAX_TAPS];                                                           \
+        int nrow = 0;                                                                                          \
+        for (int64_t r = 0; r < p->r; r++) {                                                                   \
+            const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;                                \
+            if (ih < 0 || ih >= p->h)                                                                          \
+                continue;                                                                                      \
+            for (int64_t s = 0; s < p->s; s++) {                                                               \
+                row_off[nrow] = ((im * p->h + ih) * p->w + s * p->dilation_w - p->pad_w) * C;                  \
+                row_f[nrow++] = ft + (r * p->s + s) * K;                                                       \
+            }                                                                                                  \
+        }                                                                                                      \
+        int64_t lo, hi; /* interior: every column tap inside */                                                \
+        valid_cols(q, p->w, p->stride_w, -p->pad_w, &lo, &hi);                                                 \
+        {                                                                                                      \
+            int64_t lo2, hi2;                                                                                  \
+            valid_cols(q, p->w, p->stride_w, (p->s - 1) * p->dilation_w - p->pad_w, &lo2, &hi2);               \
+            lo = lo > lo2 ? lo : lo2;                                                                          \
+            hi = hi < hi2 ? hi : hi2;                                                                          \
+        }                                                                                                      \
         for (int64_t ow = 0; ow < q; ow++) {                                                                   \
             float *o = J->out + ((im * J->v->p + oh) * q + ow) * K;                                            \
             const float *tap[VX_CONV_DIRECT_MAX_TAPS];                                                         \
-            const float *ftap[VX_CONV_DIRECT_MAX_TAPS];                                                        \
+            const float *const *ftap = row_f;                                                                  \
+            const float *edge_f[VX_CONV_DIRECT_MAX_TAPS];                                                      \
             int ntap = 0;                                                                                      \
-            for (int64_t r = 0; r < p->r; r++) {                                                               \
-                const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;                            \
-                if (ih < 0 || ih >= p->h)                                                                      \
-                    continue;                                                                                  \
-                for (int64_t s = 0; s < p->s; s++) {                                                           \
-                    const int64_t iw = ow * p->stride_w - p->pad_w + s * p->dilation_w;                        \
-                    if (iw < 0 || iw >= p->w)                                                                  \
+            if (ow >= lo && ow < hi) {                                                                         \
+                const float *pix = J->in + ow * p->stride_w * C;                                               \
+                for (int t = 0; t < nrow; t++)                                                                 \
+                    tap[t] = pix + row_off[t];                                                                 \
+                ntap = nrow;                                                                                   \
+            } else {                                                                                           \
+                for (int64_t r = 0; r < p->r; r++) {                                                           \
+                    const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;                        \
+                    if (ih < 0 || ih >= p->h)                                                                  \
                         continue;                                                                              \
-                    tap[ntap] = J->in + ((im * p->h + ih) * p->w + iw) * C;                                    \
-                    ftap[ntap++] = ft + (r * p->s + s) * K;                                                    \
+                    for (int64_t s = 0; s < p->s; s++) {                                                       \
+                        const int64_t iw = ow * p->stride_w - p->pad_w + s * p->dilation_w;                    \
+                        if (iw < 0 || iw >= p->w)                                                              \
+                            continue;                                                                          \
+                        tap[ntap] = J->in + ((im * p->h + ih) * p->w + iw) * C;                                \
+                        edge_f[ntap++] = ft + (r * p->s + s) * K;                                              \
+                    }                                                                                          \
                 }                                                                                              \
+                ftap = edge_f;                                                                                 \
             }                                                                                                  \
             int64_t k = 0;                                                                                     \
             if (mult == 1) {                                                                                   \
+                for (; k + 4 * (W) <= K; k += 4 * (W)) {                                                       \
+                    vf_##SUFFIX a0 = zero, a1 = zero, a2 = zero, a3 = zero;                                    \
+                    if (J->bias) {                                                                             \
+                        a0 = *(const vf_##SUFFIX *)(J->bias + k);                                              \
+                        a1 = *(const vf_##SUFFIX *)(J->bias + k + (W));                                        \
+                        a2 = *(const vf_##SUFFIX *)(J->bias + k + 2 * (W));                                    \
+                        a3 = *(const vf_##SUFFIX *)(J->bias + k + 3 * (W));                                    \
+                    }                                                                                          \
+                    for (int t = 0; t < ntap; t++) {                                                           \
+                        const float *x = tap[t] + k, *f = ftap[t] + k;                                         \
+                        a0 += *(const vf_##SUFFIX *)x * *(const vf_##SUFFIX *)f;                               \
+                        a1 += *(const vf_##SUFFIX *)(x + (W)) * *(const vf_##SUFFIX *)(f + (W));               \
+                        a2 += *(const vf_##SUFFIX *)(x + 2 * (W)) * *(const vf_##SUFFIX *)(f + 2 * (W));       \
+                        a3 += *(const vf_##SUFFIX *)(x + 3 * (W)) * *(const vf_##SUFFIX *)(f + 3 * (W));       \
+                    }                                                                                          \
+                    if (relu) { /* lanes > 0 keep their bits, the others (and NaN) become +0 */               \
+                        a0 = (vf_##SUFFIX)((vi_##SUFFIX)a0 & (vi_##SUFFIX)(a0 > zero));                        \
+                        a1 = (vf_##SUFFIX)((vi_##SUFFIX)a1 & (vi_##SUFFIX)(a1 > zero));                        \
+                        a2 = (vf_##SUFFIX)((vi_##SUFFIX)a2 & (vi_##SUFFIX)(a2 > zero));                        \
+                        a3 = (vf_##SUFFIX)((vi_##SUFFIX)a3 & (vi_##SUFFIX)(a3 > zero));                        \
+                    }                                                                                          \
+                    *(vf_##SUFFIX *)(o + k) = a0;                                                              \
+                    *(vf_##SUFFIX *)(o + k + (W)) = a1;                                                        \
+                    *(vf_##SUFFIX *)(o + k + 2 * (W)) = a2;                                                    \
+                    *(vf_##SUFFIX *)(o + k + 3 * (W)) = a3;                                                    \
+                }                                                                                              \
                 for (; k + (W) <= K; k += (W)) {                                                               \
                     vf_##SUFFIX acc = J->bias ? *(const vf_##SUFFIX *)(J->bias + k) : zero;                    \
                     for (int t = 0; t < ntap; t++)                                                             \
                         acc += *(const vf_##SUFFIX *)(tap[t] + k) * *(const vf_##SUFFIX *)(ftap[t] + k);       \
-                    if (relu) /* lanes > 0 keep their bits, the others (and NaN) become +0 */                \
+                    if (relu)                                                                                  \
                         acc = (vf_##SUFFIX)((vi_##SUFFIX)acc & (vi_##SUFFIX)(acc > zero));                     \
                     *(vf_##SUFFIX *)(o + k) = acc;                                                             \
                 }                                                                                              \
