@@ -207,6 +207,35 @@ static void suite_resnet50(case_list *l)
         }
 }
 
+/* mobilenet-dw: the depthwise 3x3 convolutions of MobileNetV2 (width 1.0,
+ * 224x224; Sandler et al. 2018, Table 2: each bottleneck's depthwise conv
+ * runs on t*c channels, t = 6 except the first), one per distinct
+ * (channels, input size, stride), bias (folded BN) and ReLU(6 -> ReLU), at
+ * batch 1 and 8. Not one of the issue's suites: it exercises the direct
+ * depthwise family. */
+static const struct {
+    int c, hw, stride;
+} mobilenet_dw[] = {
+    {32, 112, 1}, {96, 112, 2}, {144, 56, 1}, {144, 56, 2}, {192, 28, 1},
+    {192, 28, 2}, {384, 14, 1}, {576, 14, 1}, {576, 14, 2}, {960, 7, 1},
+};
+
+static void suite_mobilenet_dw(case_list *l)
+{
+    static const int batches[] = {1, 8};
+    for (int b = 0; b < 2; b++)
+        for (size_t i = 0; i < sizeof mobilenet_dw / sizeof *mobilenet_dw; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "dw%d_%d%s_b%d", mobilenet_dw[i].c, mobilenet_dw[i].hw,
+                     mobilenet_dw[i].stride == 2 ? "s2" : "", batches[b]);
+            ccase x = mk("mobilenet-dw", name, batches[b], mobilenet_dw[i].c, mobilenet_dw[i].hw,
+                         mobilenet_dw[i].hw, mobilenet_dw[i].c, 3, 3, mobilenet_dw[i].stride, 1, 1,
+                         mobilenet_dw[i].c, 1, 1);
+            x.quick = batches[b] == 1;
+            add_case(l, &x);
+        }
+}
+
 /* cnn-random: 60 shapes from the Vortex paper's CNN range (its Table 4:
  * batch 1..64, feature map 4..768, filter 1..11, c 3..832, k 16..512,
  * stride 1..2). SplitMix64 from CNN_RANDOM_SEED; batch, feature map (square),
@@ -417,9 +446,12 @@ static int add_suite(case_list *l, const char *name)
         suite_cnn_random(l);
     else if (!strcmp(name, "small"))
         suite_small(l);
+    else if (!strcmp(name, "mobilenet-dw"))
+        suite_mobilenet_dw(l);
     else if (!strcmp(name, "all")) {
         suite_resnet50(l);
         suite_cnn_random(l);
+        suite_mobilenet_dw(l);
         suite_small(l);
     } else if (suite_file(l, name) != 0)
         return -1;
@@ -493,7 +525,10 @@ static void usage(FILE *f)
 "                                --quick: the cases <= %.1f GFLOP\n"
 "                    small       14 tiny shapes (strides, pads, dilation, odd\n"
 "                                sizes, groups=2, depthwise) for the CI smoke\n"
-"                    all         resnet50,cnn-random,small\n"
+"                      mobilenet-dw MobileNetV2's 10 distinct depthwise 3x3 convs\n"
+"                                  (t*c channels, 112..7, stride 1/2), bias + ReLU,\n"
+"                                  at batch 1 and 8; --quick: batch 1\n"
+"                    all         resnet50,cnn-random,mobilenet-dw,small\n"
 "                    or a file path: one case per line as in --shape, '#'\n"
 "                    starts a comment; the suite is named after the file\n"
 "  --shape SPEC      one case (repeatable, suite 'shape'): KEY=VALUE pairs\n"
@@ -2018,7 +2053,7 @@ int main(int argc, char **argv)
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
             if (add_suite(&all, t) != 0) {
                 fprintf(stderr,
-                        PROG ": unknown suite '%s' (resnet50, cnn-random, small, all, or a "
+                        PROG ": unknown suite '%s' (resnet50, cnn-random, mobilenet-dw, small, all, or a "
                              "readable file)\n", t);
                 return 2;
             }
