@@ -387,3 +387,17 @@ int bench_restrict_affinity(int n)
         CPU_SET(cores[i], &set);
     return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : -1;
 }
+
+const char *bench_dnnl_runtime_name(unsigned rt)
+{
+    switch (rt) {
+    case 0: return "none";
+    case 1: return "sequential";
+    case 2: return "OpenMP";
+    case 4: return "TBB";
+    case 8: return "threadpool";
+    case 256: return "OpenCL";
+    case 512: return "SYCL";
+    default: return "unknown";
+    }
+}

@@ -72,4 +72,8 @@ void bench_sleep_us(double us);
  * covers every core already, -1 on failure. */
 int bench_restrict_affinity(int n);
 
+/* oneDNN's DNNL_CPU_THREADING_RUNTIME / DNNL_GPU_RUNTIME value as a name
+ * ("TBB", "SYCL", ...); the numbers are oneDNN's DNNL_RUNTIME_* values. */
+const char *bench_dnnl_runtime_name(unsigned rt);
+
 #endif

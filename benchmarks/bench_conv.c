@@ -1701,20 +1701,6 @@ static void csv_rows(FILE *f, const cresult *r)
 
 /* ---- threads and the machine header ------------------------------------- */
 
-__attribute__((unused)) static const char *dnnl_runtime_name(unsigned rt)
-{
-    switch (rt) {
-    case 0: return "none";
-    case 1: return "sequential";
-    case 2: return "OpenMP";
-    case 4: return "TBB";
-    case 8: return "threadpool";
-    case 256: return "OpenCL";
-    case 512: return "SYCL";
-    default: return "unknown";
-    }
-}
-
 #ifdef HAVE_DNNL
 static const char *dnnl_isa_name(dnnl_cpu_isa_t isa)
 {
@@ -1848,7 +1834,7 @@ static void print_machine(int threads, const options *o)
         dnnl_get_primitive_cache_capacity(&cap);
         printf("dnnl:     oneDNN %d.%d.%d (%s), CPU threading runtime %s; %s; ISA %s%s\n",
                v->major, v->minor, v->patch, v->hash ? v->hash : "?",
-               dnnl_runtime_name(DNNL_CPU_THREADING_RUNTIME), dnnl_thread_note,
+               bench_dnnl_runtime_name(DNNL_CPU_THREADING_RUNTIME), dnnl_thread_note,
                dnnl_isa_name(dnnl_get_effective_cpu_isa()),
                lib_on[L_DNNL] ? "" : " [not timed]");
         printf("          %s\n", dnnl_runtime_note);

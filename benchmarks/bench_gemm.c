@@ -756,42 +756,12 @@ static void csv_rows(FILE *f, const bcase *c, const result *r, int threads)
 
 /* ---- thread setup and the machine header -------------------------------- */
 
-__attribute__((unused)) static const char *dnnl_runtime_name(unsigned rt)
-{
-    switch (rt) {
-    case 0: return "none";
-    case 1: return "sequential";
-    case 2: return "OpenMP";
-    case 4: return "TBB";
-    case 8: return "threadpool";
-    case 256: return "OpenCL";
-    case 512: return "SYCL";
-    default: return "unknown";
-    }
-}
-
-/* Restrict the whole process to the first n physical cores (fallback when a
- * runtime has no other thread-count control; TBB sizes itself from this). */
-static int restrict_affinity(int n)
-{
-    int cores[CPU_SETSIZE];
-    int nc = bench_physical_cores(cores, CPU_SETSIZE);
-    if (n >= nc)
-        return 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int i = 0; i < n; i++)
-        CPU_SET(cores[i], &set);
-    return sched_setaffinity(0, sizeof set, &set);
-}
-
 __attribute__((unused)) static char dnnl_thread_note[160] = "";
 
 /* Must run before the first call into any baseline. */
 static void setup_threads(int threads)
 {
     vx_set_num_threads(threads);
-    (void)restrict_affinity;
 #ifdef HAVE_DNNL
     if (lib_on[L_DNNL]) {
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
@@ -809,7 +779,7 @@ static void setup_threads(int threads)
         int cores[CPU_SETSIZE];
         int nc = bench_physical_cores(cores, CPU_SETSIZE);
         if (threads < nc) {
-            restrict_affinity(threads);
+            bench_restrict_affinity(threads);
             snprintf(dnnl_thread_note, sizeof dnnl_thread_note,
                      "no TBB headers at build time: process pinned to %d cores for every "
                      "library", threads);
@@ -848,7 +818,7 @@ static void print_machine(int threads, const options *o, double peak, const char
         const dnnl_version_t *v = dnnl_version();
         printf("dnnl:     oneDNN %d.%d.%d (%s), CPU threading runtime %s; %s%s\n", v->major,
                v->minor, v->patch, v->hash ? v->hash : "?",
-               dnnl_runtime_name(DNNL_CPU_THREADING_RUNTIME), dnnl_thread_note,
+               bench_dnnl_runtime_name(DNNL_CPU_THREADING_RUNTIME), dnnl_thread_note,
                lib_on[L_DNNL] ? "" : " [not timed: --libs]");
     }
 #else
