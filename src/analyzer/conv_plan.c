@@ -9,7 +9,8 @@
 #include "analyzer/plancache.h"
 #include "cpu/cpu_levels.h"
 
-static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b (b may be INT64_MAX) */
+static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 void vx_conv_used_taps(int64_t out, int64_t in, int64_t f, int64_t st, int64_t pad, int64_t d, int64_t *lo,
                        int64_t *hi)
@@ -79,9 +80,9 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
         v->shape.a_run = v->pointwise ? 0 : v->cg;
         if (!v->pointwise) {
             /* output columns whose taps reach into the padding, left and right */
-            const int64_t left = (p->pad_w + p->stride_w - 1) / p->stride_w;
+            const int64_t left = cdiv(p->pad_w, p->stride_w);
             const int64_t reach = (v->q - 1) * p->stride_w - p->pad_w + p->dilation_w * (p->s - 1) - (p->w - 1);
-            const int64_t right = reach > 0 ? (reach + p->stride_w - 1) / p->stride_w : 0;
+            const int64_t right = reach > 0 ? cdiv(reach, p->stride_w) : 0;
             v->shape.a_row = v->q;
             v->shape.a_edge = left + right < v->q ? left + right : v->q;
             const double frac = tap_fraction(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h) *

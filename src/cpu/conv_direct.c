@@ -27,7 +27,8 @@ typedef struct {
 } dw_job;
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b (b may be INT64_MAX) */
+static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /* Output columns ow whose input column ow*sw + off lies in [0, w): [*lo, *hi). */
 static void valid_cols(int64_t q, int64_t w, int64_t sw, int64_t off, int64_t *lo, int64_t *hi)

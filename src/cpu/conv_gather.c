@@ -131,7 +131,7 @@ static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t r
                     lo = min64(max64(-iw, 0), run);
                     hi = max64(min64(X->w - iw, run), lo);
                 } else {
-                    lo = min64(iw >= 0 ? 0 : (-iw + X->sw - 1) / X->sw, run);
+                    lo = min64(iw >= 0 ? 0 : -iw / X->sw + (-iw % X->sw != 0), run);
                     hi = max64(min64(iw >= X->w ? 0 : (X->w - 1 - iw) / X->sw + 1, run), lo);
                 }
                 const float *row = chan + ih * X->w;

@@ -21,7 +21,8 @@ enum { SLOT_FILTER = 1, MAX_S = VX_CONV_INPLACE_MAX_S };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b (b may be INT64_MAX) */
+static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 typedef struct {
     const vx_conv2d_params *p;
