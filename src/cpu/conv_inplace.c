@@ -5,8 +5,8 @@
  * a_cs = 1). The reduction runs tap by tap, kc channels at a time, into the
  * same C tile. Pixel tiles never straddle a point where a tap enters or
  * leaves the padding, so every pixel of a tile has the same valid taps:
- * padding is skipped, never read, and no patch is ever copied. The filter
- * is packed once per call (its panels are reused by every pixel tile). */
+ * padding is skipped, never read, and no patch is ever copied. Each cell
+ * packs a filter panel just before its pixels pass over it. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,43 +31,32 @@ typedef struct {
     const vx_ukernel_fn *kern;   /* strided A, packed B: kern[m - 1] */
     const float *in, *bias;
     float *out;
-    float *fp;                   /* packed filter: group, panel, (r, s, c'), nr */
+    const float *filter;         /* KRSC */
+    float *ws;                   /* one packed filter panel per thread */
+    size_t ws_panel;             /* floats per thread's panel (64-byte multiple) */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
     int64_t r0, r1, s0, s1;      /* the filter taps some pixel reads: [r0, r1) x [s0, s1) */
     atomic_llong next;
 } job;
 
-/* Pack group g's filter (KRSC: B[(r, s, c')][k'] = filter[k' * red + ...],
- * a transposed B) into nr-wide panels, one unit = one group and panel. */
-typedef struct {
-    job *J;
-    const float *filter;
-    atomic_llong next;
-} pack_job;
-
-static void pack_task(void *ctx, int tid, int nthreads)
+/* Pack column panel q of group g's filter (KRSC: B[(r, s, c')][k'] =
+ * filter[k' * red + ...], a transposed B) into out: red x nr floats, only
+ * the taps some pixel reads (the rest meet padding only and are never
+ * read). Each cell packs a panel right before its pixels use it, so the
+ * panel is still in L2 while they do. */
+static void pack_panel(const job *J, int64_t g, int64_t q, float *out)
 {
-    pack_job *P = ctx;
-    job *J = P->J;
     const int nr = J->plan->nr;
-    const int64_t units = J->p->groups * J->panels;
-    (void)tid;
-    (void)nthreads;
-    for (int64_t u; (u = atomic_fetch_add_explicit(&P->next, 1, memory_order_relaxed)) < units;) {
-        const int64_t g = u / J->panels, q = u % J->panels;
-        const int64_t k0 = q * nr, nb = min64(nr, J->v->kg - k0);
-        const float *src = P->filter + (g * J->v->kg + k0) * J->red;
-        float *panel = J->fp + (g * J->panels + q) * J->red * nr;
-        if (J->r1 - J->r0 == J->p->r && J->s1 - J->s0 == J->p->s) {
-            vx_pack_b(J->red, nb, src, 1, J->red, nr, panel);
-            continue;
-        }
-        /* only the taps some pixel reads (the rest meet padding only) */
-        const int64_t cg = J->v->cg;
-        for (int64_t r = J->r0; r < J->r1; r++) {
-            const int64_t off = (r * J->p->s + J->s0) * cg;
-            vx_pack_b((J->s1 - J->s0) * cg, nb, src + off, 1, J->red, nr, panel + off * nr);
-        }
+    const int64_t k0 = q * nr, nb = min64(nr, J->v->kg - k0);
+    const float *src = J->filter + (g * J->v->kg + k0) * J->red;
+    if (J->r1 - J->r0 == J->p->r && J->s1 - J->s0 == J->p->s) {
+        vx_pack_b(J->red, nb, src, 1, J->red, nr, out);
+        return;
+    }
+    const int64_t cg = J->v->cg;
+    for (int64_t r = J->r0; r < J->r1; r++) {
+        const int64_t off = (r * J->p->s + J->s0) * cg;
+        vx_pack_b((J->s1 - J->s0) * cg, nb, src + off, 1, J->red, nr, out + off * nr);
     }
 }
 
@@ -88,14 +77,13 @@ static void tap_cols(const vx_conv2d_params *p, int64_t q, int64_t s, int64_t *l
  * segment passes over them. The first valid tap's first k block writes C
  * (beta = 0), the last one's last block carries the epilogue. */
 static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t q,
-                    const int64_t *s_lo, const int64_t *s_hi)
+                    const float *bp, const int64_t *s_lo, const int64_t *s_hi)
 {
     const vx_conv2d_params *p = J->p;
     const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
     const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
-    const float *bp = J->fp + (g * J->panels + q) * J->red * nr;
     float *c = J->out + ((im * J->v->p + oh) * Q) * K + g * J->v->kg + k0;
     vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
     const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
@@ -164,37 +152,39 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
 
 /* Pixels [m0, m1) (flattened over images and output rows) x column panels
  * [q0, q1) of group g. */
-static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1)
+static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *panel)
 {
     const vx_conv2d_params *p = J->p;
     const int64_t Q = J->v->q, pq = J->v->p * Q;
     int64_t s_lo[MAX_S], s_hi[MAX_S], cuts[2 * MAX_S + 2];
     for (int64_t s = 0; s < p->s; s++)
         tap_cols(p, Q, s, &s_lo[s], &s_hi[s]);
-    for (int64_t pix = m0; pix < m1;) {
-        const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
-        const int64_t b = min64(Q, a + (m1 - pix));
-        /* the row's segments: cut where any tap enters or leaves the input */
-        int nc = 0;
-        cuts[nc++] = a;
-        cuts[nc++] = b;
-        for (int64_t s = 0; s < p->s; s++) {
-            if (s_lo[s] > a && s_lo[s] < b)
-                cuts[nc++] = s_lo[s];
-            if (s_hi[s] > a && s_hi[s] < b)
-                cuts[nc++] = s_hi[s];
-        }
-        for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
-            for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
-                const int64_t t = cuts[j];
-                cuts[j] = cuts[j - 1];
-                cuts[j - 1] = t;
+    for (int64_t q = q0; q < q1; q++) {
+        pack_panel(J, g, q, panel);
+        for (int64_t pix = m0; pix < m1;) {
+            const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
+            const int64_t b = min64(Q, a + (m1 - pix));
+            /* the row's segments: cut where any tap enters or leaves the input */
+            int nc = 0;
+            cuts[nc++] = a;
+            cuts[nc++] = b;
+            for (int64_t s = 0; s < p->s; s++) {
+                if (s_lo[s] > a && s_lo[s] < b)
+                    cuts[nc++] = s_lo[s];
+                if (s_hi[s] > a && s_hi[s] < b)
+                    cuts[nc++] = s_hi[s];
             }
-        for (int64_t q = q0; q < q1; q++)
+            for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
+                for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
+                    const int64_t t = cuts[j];
+                    cuts[j] = cuts[j - 1];
+                    cuts[j - 1] = t;
+                }
             for (int i = 0; i + 1 < nc; i++)
                 if (cuts[i] < cuts[i + 1])
-                    segment(J, g, im, oh, cuts[i], cuts[i + 1], q, s_lo, s_hi);
-        pix += b - a;
+                    segment(J, g, im, oh, cuts[i], cuts[i + 1], q, panel, s_lo, s_hi);
+            pix += b - a;
+        }
     }
 }
 
@@ -212,7 +202,7 @@ static void task(void *ctx, int tid, int nthreads)
     const vx_gemm_plan *P = J->plan;
     const int grid = P->threads_m * P->threads_n;
     const int64_t cells = (int64_t)grid * J->p->groups;
-    (void)tid;
+    float *panel = J->ws + (size_t)tid * J->ws_panel;
     (void)nthreads;
     for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < cells;) {
         const int64_t g = cell / grid;
@@ -221,7 +211,7 @@ static void task(void *ctx, int tid, int nthreads)
         split(J->v->m, P->threads_m, rest / P->threads_n, &m0, &m1);
         split(J->panels, P->threads_n, rest % P->threads_n, &q0, &q1);
         if (m0 < m1 && q0 < q1)
-            run_cell(J, g, m0, m1, q0, q1);
+            run_cell(J, g, m0, m1, q0, q1, panel);
     }
 }
 
@@ -245,19 +235,16 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.panels = cdiv(v->kg, plan->nr);
     vx_conv_used_taps(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h, &J.r0, &J.r1);
     vx_conv_used_taps(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w, &J.s0, &J.s1);
-    const size_t floats = (size_t)(p->groups * J.panels * J.red * plan->nr);
-    if (!(J.fp = vx_scratch(SLOT_FILTER, floats)))
-        return vx_fail(VX_ERR_NO_MEMORY, "dyn_conv2d: out of memory for %zu bytes of packed filter",
-                       floats * sizeof(float));
+    J.filter = filter;
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
-    const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, max64(cells, p->groups * J.panels));
-    pack_job P = { &J, filter, 0 };
-    if (threads > 1)
-        vx_pool_run(pack_task, &P, threads);
-    else
-        pack_task(&P, 0, 1);
-    const int run = (int)min64(threads, cells);
-    const int used = run > 1 ? vx_pool_run(task, &J, run) : (task(&J, 0, 1), 1);
+    const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);
+    /* every buffer is taken before anything is written (out of memory leaves
+     * the output untouched) */
+    J.ws_panel = ((size_t)(J.red * plan->nr) + 15) & ~(size_t)15;
+    if (!(J.ws = vx_scratch(SLOT_FILTER, (size_t)threads * J.ws_panel)))
+        return vx_fail(VX_ERR_NO_MEMORY, "dyn_conv2d: out of memory for %zu bytes of packed filter panels",
+                       (size_t)threads * J.ws_panel * sizeof(float));
+    const int used = threads > 1 ? vx_pool_run(task, &J, threads) : (task(&J, 0, 1), 1);
     if (threads_used)
         *threads_used = used;
     return VX_OK;
