@@ -16,7 +16,7 @@
 enum { VX_CONV_DIRECT_MAX_TAPS = 64 };
 /* ... and the NHWC in-place path a filter row's tap columns and a pixel's
  * valid taps. */
-enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256 };
+enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLACE_MAX_PANELS = 512 };
 
 /* The implicit-GEMM view of a (valid) convolution.
  *   NHWC: C[pixel][k'] = sum over (r, s, c') of patch[pixel][(r, s, c')] filter[k'][(r, s, c')]

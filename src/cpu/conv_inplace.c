@@ -6,7 +6,7 @@
  * same C tile. Pixel tiles never straddle a point where a tap enters or
  * leaves the padding, so every pixel of a tile has the same valid taps:
  * padding is skipped, never read, and no patch is ever copied. Each cell
- * packs a filter panel just before its pixels pass over it. */
+ * packs the filter panels it uses into its thread's buffer (run_cell). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +32,8 @@ typedef struct {
     const float *in, *bias;
     float *out;
     const float *filter;         /* KRSC */
-    float *ws;                   /* one packed filter panel per thread */
-    size_t ws_panel;             /* floats per thread's panel (64-byte multiple) */
+    float *ws;                   /* packed filter panels, one slice per thread */
+    size_t ws_panel;             /* floats per thread's packed panels (64-byte multiple) */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
     int64_t r0, r1, s0, s1;      /* the filter taps some pixel reads: [r0, r1) x [s0, s1) */
     atomic_llong next;
@@ -152,39 +152,72 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
 
 /* Pixels [m0, m1) (flattened over images and output rows) x column panels
  * [q0, q1) of group g. */
-static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *panel)
+/* Output rows [m0, m1) of group g (flattened pixels) over the column panels
+ * whose packed filter starts at bp[q] (bp indexed by panel). */
+static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
+                     const int64_t *s_lo, const int64_t *s_hi)
 {
     const vx_conv2d_params *p = J->p;
     const int64_t Q = J->v->q, pq = J->v->p * Q;
-    int64_t s_lo[MAX_S], s_hi[MAX_S], cuts[2 * MAX_S + 2];
-    for (int64_t s = 0; s < p->s; s++)
-        tap_cols(p, Q, s, &s_lo[s], &s_hi[s]);
-    for (int64_t q = q0; q < q1; q++) {
-        pack_panel(J, g, q, panel);
-        for (int64_t pix = m0; pix < m1;) {
-            const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
-            const int64_t b = min64(Q, a + (m1 - pix));
-            /* the row's segments: cut where any tap enters or leaves the input */
-            int nc = 0;
-            cuts[nc++] = a;
-            cuts[nc++] = b;
-            for (int64_t s = 0; s < p->s; s++) {
-                if (s_lo[s] > a && s_lo[s] < b)
-                    cuts[nc++] = s_lo[s];
-                if (s_hi[s] > a && s_hi[s] < b)
-                    cuts[nc++] = s_hi[s];
+    int64_t cuts[2 * MAX_S + 2];
+    for (int64_t pix = m0; pix < m1;) {
+        const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
+        const int64_t b = min64(Q, a + (m1 - pix));
+        /* the row's segments: cut where any tap enters or leaves the input */
+        int nc = 0;
+        cuts[nc++] = a;
+        cuts[nc++] = b;
+        for (int64_t s = 0; s < p->s; s++) {
+            if (s_lo[s] > a && s_lo[s] < b)
+                cuts[nc++] = s_lo[s];
+            if (s_hi[s] > a && s_hi[s] < b)
+                cuts[nc++] = s_hi[s];
+        }
+        for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
+            for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
+                const int64_t t = cuts[j];
+                cuts[j] = cuts[j - 1];
+                cuts[j - 1] = t;
             }
-            for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
-                for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
-                    const int64_t t = cuts[j];
-                    cuts[j] = cuts[j - 1];
-                    cuts[j - 1] = t;
-                }
+        for (int64_t q = q0; q < q1; q++)
             for (int i = 0; i + 1 < nc; i++)
                 if (cuts[i] < cuts[i + 1])
-                    segment(J, g, im, oh, cuts[i], cuts[i + 1], q, panel, s_lo, s_hi);
-            pix += b - a;
+                    segment(J, g, im, oh, cuts[i], cuts[i + 1], q, bp[q - q0], s_lo, s_hi);
+        pix += b - a;
+    }
+}
+
+/* One cell: pixels [m0, m1) x column panels [q0, q1) of group g, with this
+ * thread's buffer for packed panels. Whichever operand of the cell is
+ * larger is streamed once and the smaller re-read: with the cell's packed
+ * filter smaller than its input, all its panels are packed first and every
+ * output row passes over all of them (the input rows are read once); with
+ * the filter larger (small maps, many channels: ResNet's last stage), one
+ * panel is packed at a time and every row passes over it while it sits in
+ * L2 (the filter is read once). */
+static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *buf)
+{
+    const vx_conv2d_params *p = J->p;
+    int64_t s_lo[MAX_S], s_hi[MAX_S];
+    float *bp[VX_CONV_INPLACE_MAX_PANELS];
+    for (int64_t s = 0; s < p->s; s++)
+        tap_cols(p, J->v->q, s, &s_lo[s], &s_hi[s]);
+    const int64_t panel_floats = J->red * J->plan->nr;
+    const double filter_bytes = 4.0 * (double)(q1 - q0) * (double)panel_floats;
+    const double input_bytes = 4.0 * (double)(m1 - m0) * (double)J->v->cg * (double)p->stride_h *
+                               (double)p->stride_w;
+    if (filter_bytes <= input_bytes && q1 - q0 <= VX_CONV_INPLACE_MAX_PANELS) {
+        for (int64_t q = q0; q < q1; q++) {
+            bp[q - q0] = buf + (q - q0) * panel_floats;
+            pack_panel(J, g, q, bp[q - q0]);
         }
+        run_rows(J, g, m0, m1, q0, q1, bp, s_lo, s_hi);
+        return;
+    }
+    bp[0] = buf;
+    for (int64_t q = q0; q < q1; q++) {
+        pack_panel(J, g, q, buf);
+        run_rows(J, g, m0, m1, q, q + 1, bp, s_lo, s_hi);
     }
 }
 
@@ -240,7 +273,10 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);
     /* every buffer is taken before anything is written (out of memory leaves
      * the output untouched) */
-    J.ws_panel = ((size_t)(J.red * plan->nr) + 15) & ~(size_t)15;
+    /* per thread: the packed panels of its widest cell (see run_cell) */
+    const int64_t cell_panels = min64(cdiv(J.panels, plan->threads_n < 1 ? 1 : plan->threads_n),
+                                      VX_CONV_INPLACE_MAX_PANELS);
+    J.ws_panel = ((size_t)(cell_panels * J.red * plan->nr) + 15) & ~(size_t)15;
     if (!(J.ws = vx_scratch(SLOT_FILTER, (size_t)threads * J.ws_panel)))
         return vx_fail(VX_ERR_NO_MEMORY, "dyn_conv2d: out of memory for %zu bytes of packed filter panels",
                        (size_t)threads * J.ws_panel * sizeof(float));
