@@ -46,9 +46,17 @@ static double bw_for(const vx_device_desc *d, double bytes, int t)
 /* ns per element copied into A's and B's buffers: the measured packing
  * rate, plus, for a gathered operand (a convolution's patches), the fixed
  * cost of starting each contiguous run it is gathered from. */
-static double copy_a_ns(const vx_device_desc *d, const vx_problem *p)
+static double copy_a_ns(const vx_device_desc *d, const vx_problem *p, int m0)
 {
-    return d->copy_ns[0][p->a_trans] + (p->a_run > 0 ? d->gather_run_ns / (double)p->a_run : 0.0);
+    double rate = d->copy_ns[0][p->a_trans];
+    /* A with unit-stride rows is copied through v x v register transposes
+     * of which only min(m0, v) rows are the panel's: the measured rate
+     * (panels of copy_a_rows) scales with v / min(m0, v). */
+    if (!p->a_trans && d->copy_a_rows > 0 && d->copy_a_vec > 0) {
+        const int v = d->copy_a_vec;
+        rate *= (double)(d->copy_a_rows < v ? d->copy_a_rows : v) / (double)(m0 < v ? m0 : v);
+    }
+    return rate + (p->a_run > 0 ? d->gather_run_ns / (double)p->a_run : 0.0);
 }
 
 static double copy_b_ns(const vx_device_desc *d, const vx_problem *p)
@@ -149,7 +157,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
         const int64_t nc = b->nc < n_c ? b->nc : cdiv(n_c, n0) * n0;
         const int64_t MB = cdiv(m_c, mc), NB = cdiv(n_c, nc);
         const double copy_a = (double)NB * (double)m_c * (double)k *
-                              dmax(copy_a_ns(d, p), e / x->bw_a_home);
+                              dmax(copy_a_ns(d, p, m0), e / x->bw_a_home);
         /* A block read once per column tile from its buffer; the B block once
          * per row block from wherever it fits. */
         const double bw_abuf = d->mem[d->buffer_level_a].bw;
@@ -262,7 +270,7 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
     if (mode != VX_LOAD_NONE)
         lb += (double)x->n_c * b_copied_k(p, mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
     if (mode == VX_LOAD_COPY_AB) {
-        lb += (double)x->m_c * (double)p->k * dmax(copy_a_ns(d, p), e / x->bw_a_home);
+        lb += (double)x->m_c * (double)p->k * dmax(copy_a_ns(d, p, m0), e / x->bw_a_home);
         const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
         return lb + dmax(compute, streams);
     }

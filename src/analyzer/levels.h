@@ -87,6 +87,8 @@ typedef struct {
     int buffer_level_a;        /* the mem level a copied A block is read from */
     double copy_ns[2][2];      /* ns per element copied: [A, B][source transposed] */
     double gather_run_ns;      /* a gathered copy's extra cost per contiguous run */
+    int copy_a_rows, copy_a_vec; /* copy_ns[0][0] was measured with panels of copy_a_rows
+                                  rows, transposed copy_a_vec rows at a time (0: ignore) */
     double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */

@@ -109,6 +109,15 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * element over 56-float runs, 1.3 over 14-float runs, 0.20 packing).
      * Not measured by vortex-install-tune yet. */
     d->gather_run_ns = 15.0;
+    /* vx_pack_a transposes 8 x 8 blocks; vortex-install-tune times it with
+     * the middle family's tile (cpu_tune.c), whose rows fill part of each
+     * block: smaller tiles fill less of it (3 rows: 3/8, measured 2.4x the
+     * time per float of 6 rows on the AMD EPYC) */
+    {
+        const vx_ukernel_set *tset = vx_ukernels(hw->has_avx512 ? VX_ISA_AVX512 : VX_ISA_AVX2);
+        d->copy_a_rows = tset->families[tset->nfamilies / 2].mr_max;
+        d->copy_a_vec = 8;
+    }
     d->parallel_ns[0] = tu->wake_ns;
     d->parallel_ns[1] = tu->wake_warm_ns;
     d->call_ns = tu->call_ns;

@@ -29,6 +29,14 @@ static inline void transpose8(__m256 r[8])
     r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/* The first n (< 8) floats of a register bounce: a plain loop, since a
+ * variable-length memcpy is a library call per row. */
+static inline void copy_lanes(float *dst, const float *t, int n)
+{
+    for (int j = 0; j < n; j++)
+        dst[j] = t[j];
+}
+
 /* dst[p*ld_dst + j] = src[j*ld_src + p] for j < nj (1..8), p < 8: an 8 x 8
  * block transposed, with only nj lanes of each output row written. */
 __attribute__((target("avx2")))
@@ -45,16 +53,21 @@ static void transpose_block(const float *src, int64_t ld_src, int nj, float *dst
         /* Output rows are adjacent: full stores in order. Store p spills
          * 8 - nj floats into rows p+1 (and p+2 when nj < 4, hence nj >= 4:
          * then every spill ends inside this block and is overwritten by a
-         * later store); only the last row is masked, so nothing past the
-         * block is touched. */
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+         * later store); only the last row goes through a bounce, so nothing
+         * past the block is touched. */
+        float t[8];
         for (int p = 0; p < 7; p++)
             _mm256_storeu_ps(dst + p * ld_dst, r[p]);
-        _mm256_maskstore_ps(dst + 7 * ld_dst, mask, r[7]);
+        _mm256_storeu_ps(t, r[7]);
+        copy_lanes(dst + 7 * ld_dst, t, nj);
     } else {
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nj), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int p = 0; p < 8; p++)
-            _mm256_maskstore_ps(dst + p * ld_dst, mask, r[p]);
+        /* nj lanes per row through a bounce: vmaskmovps stores are
+         * microcoded on AMD Zen (several times a plain store) */
+        float t[8];
+        for (int p = 0; p < 8; p++) {
+            _mm256_storeu_ps(t, r[p]);
+            copy_lanes(dst + p * ld_dst, t, nj);
+        }
     }
 }
 
@@ -147,7 +160,7 @@ void vx_pack_rows_t(const float *const *src, int nrows, int64_t len, float *dst,
                 float t[8];
                 for (int p = 0; p < 8; p++) {
                     _mm256_storeu_ps(t, r[p]);
-                    memcpy(dst + (q + p) * ld + i0, t, (size_t)nj * sizeof(float));
+                    copy_lanes(dst + (q + p) * ld + i0, t, nj);
                 }
             }
         }
