@@ -124,8 +124,9 @@ static void explain_conv(const vx_conv2d_params *p, vx_isa isa)
     printf("as gemm:    %lld item(s) of m=%lld n=%lld k=%lld; %s\n", (long long)v.items, (long long)v.m,
            (long long)v.n, (long long)v.k,
            v.pointwise ? "pointwise: the input is read in place"
-                       : p->layout == VX_NHWC ? "A (pixels x r*s*c) gathered into the packed buffer"
-                                              : "B (c*r*s x pixels) gathered into the packed buffer");
+                       : p->layout == VX_NHWC ? "A = patches (pixels x r*s*c): gathered into the packed buffer "
+                                                "(packed plans) or read in place tap by tap (pack_b plans)"
+                                              : "B = patches (c*r*s x pixels), gathered into the packed buffer");
     vx_gemm_plan plan;
     vx_plan_conv(p, isa, vx_get_num_threads(), vx_pool_warm(), &plan);
     char d[160];
