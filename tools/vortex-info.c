@@ -105,13 +105,13 @@ static void explain_gemm(const vx_gemm_shape *s, vx_isa isa, const char *what)
     }
 }
 
-static void explain_conv(const vx_conv2d_params *p, vx_isa isa)
+static int explain_conv(const vx_conv2d_params *p, vx_isa isa)
 {
     enum { SHOW = 4 };
     int64_t oh, ow;
     if (vx_conv2d_output_dims(p, &oh, &ow) != VX_OK) {
         fprintf(stderr, "vortex-info: %s\n", vx_last_error());
-        return;
+        return 1;
     }
     vx_conv_view v;
     vx_conv_view_of(p, &v);
@@ -141,6 +141,7 @@ static void explain_conv(const vx_conv2d_params *p, vx_isa isa)
         printf("  %d. %10.2f us  %8.1f GFLOP/s  %s\n", i + 1, r[i].predicted_ns * 1e-3,
                r[i].predicted_ns > 0 ? flops / r[i].predicted_ns : 0.0, d);
     }
+    return 0;
 }
 
 /* "3" or "2x3" into a (height, width) pair; 0 when malformed. */
@@ -259,10 +260,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "vortex-info: no usable ISA on this CPU\n");
             return 1;
         }
-        if (explain == 2) {
-            explain_conv(&cp, (vx_isa)isa);
-            return 0;
-        }
+        if (explain == 2)
+            return explain_conv(&cp, (vx_isa)isa);
         /* Same canonicalisation as dyn_gemm: column-major swaps the roles. */
         vx_gemm_shape s;
         if (!col) {
