@@ -116,7 +116,7 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
     const int verbose = vx_verbose();
     const double t0 = verbose ? now_us() : 0.0;
     vx_gemm_plan plan;
-    vx_plan_conv(p, (vx_isa)isa, vx_threads(), vx_pool_warm(), &plan);
+    vx_plan_conv(p, &v, (vx_isa)isa, vx_threads(), vx_pool_warm(), &plan);
     int threads = 1;
     if ((s = vx_cpu_conv2d(p, &v, &plan, input, filter, bias, output, &threads)) != VX_OK)
         return s;

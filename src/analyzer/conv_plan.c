@@ -12,17 +12,18 @@
 /* ceil(a / b) for a >= 0, b >= 1, without forming a + b (b may be INT64_MAX) */
 static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
-void vx_conv_used_taps(int64_t out, int64_t in, int64_t f, int64_t st, int64_t pad, int64_t d, int64_t *lo,
-                       int64_t *hi)
+/* The filter taps [*lo, *hi) along one dimension that some output reads
+ * inside the input (out outputs, input extent in, filter f, stride st,
+ * padding pad, dilation d). */
+static void used_taps(int64_t out, int64_t in, int64_t f, int64_t st, int64_t pad, int64_t d, int64_t *lo,
+                      int64_t *hi)
 {
     *lo = f;
     *hi = 0;
     for (int64_t t = 0; t < f; t++) {
-        /* outputs o with 0 <= o*st - pad + t*d < in */
-        const int64_t off = t * d - pad;
-        const int64_t first = off >= 0 ? 0 : cdiv(-off, st);
-        const int64_t last = in - 1 - off < 0 ? -1 : (in - 1 - off) / st; /* inclusive */
-        if (first <= last && first < out) {
+        int64_t first, end;
+        vx_conv_inside(out, in, st, t * d - pad, &first, &end);
+        if (first < end) {
             *lo = t < *lo ? t : *lo;
             *hi = t + 1;
         }
@@ -61,6 +62,8 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
     v->pointwise = p->r == 1 && p->s == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
                    p->pad_w == 0;
     v->depthwise = v->cg == 1 && p->groups > 1;
+    used_taps(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h, &v->r0, &v->r1);
+    used_taps(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w, &v->s0, &v->s1);
     const int64_t red = p->r * p->s * v->cg;
     if (p->layout == VX_NHWC) {
         v->m = p->n * v->p * v->q;
@@ -88,10 +91,7 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
             const double frac = tap_fraction(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h) *
                                 tap_fraction(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w);
             v->shape.a_kfrac = frac < 0.999 ? frac : 0.0;
-            int64_t r0, r1, s0, s1;
-            vx_conv_used_taps(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h, &r0, &r1);
-            vx_conv_used_taps(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w, &s0, &s1);
-            const double used = (double)(r1 - r0) * (double)(s1 - s0) / ((double)p->r * (double)p->s);
+            const double used = (double)(v->r1 - v->r0) * (double)(v->s1 - v->s0) / ((double)p->r * (double)p->s);
             v->shape.b_kfrac = used < 0.999 ? used : 0.0;
         }
         /* the in-place path keeps a filter row's taps in a fixed table */
@@ -139,11 +139,10 @@ static void insert(vx_priced_plan *out, int *n, int max, const vx_priced_plan *v
     out[i] = *v;
 }
 
-int vx_conv_rank(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_priced_plan *out,
-                 int max)
+int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa, int max_threads, int pool_warm,
+                 vx_priced_plan *out, int max)
 {
-    vx_conv_view v;
-    vx_conv_view_of(p, &v);
+    vx_conv_view v = *view;
     v.shape.pool_warm = pool_warm;
     if (max_threads < 1)
         max_threads = 1;
@@ -184,10 +183,10 @@ int vx_conv_rank(const vx_conv2d_params *p, vx_isa isa, int max_threads, int poo
     return n;
 }
 
-void vx_plan_conv(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_gemm_plan *out)
+void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa, int max_threads, int pool_warm,
+                  vx_gemm_plan *out)
 {
-    vx_conv_view v;
-    vx_conv_view_of(p, &v);
+    const vx_conv_view v = *view;
     if (max_threads < 1)
         max_threads = 1;
     /* The choice depends only on the view: key it by that. */
@@ -201,7 +200,7 @@ void vx_plan_conv(const vx_conv2d_params *p, vx_isa isa, int max_threads, int po
         /* Testing: the best GEMM plan with the override applied, or the
          * direct family when the override names it and it applies. */
         vx_priced_plan ranked[3];
-        const int got = vx_conv_rank(p, isa, max_threads, pool_warm, ranked, 3);
+        const int got = vx_conv_rank(p, &v, isa, max_threads, pool_warm, ranked, 3);
         *out = ranked[0].plan;
         for (int i = 0; i < got; i++) {
             const int direct = ranked[i].plan.path == VX_PATH_CONV_DIRECT;
@@ -216,7 +215,7 @@ void vx_plan_conv(const vx_conv2d_params *p, vx_isa isa, int max_threads, int po
     if (vx_plan_cache_get(&key, out))
         return;
     vx_priced_plan best;
-    vx_conv_rank(p, isa, max_threads, pool_warm, &best, 1);
+    vx_conv_rank(p, &v, isa, max_threads, pool_warm, &best, 1);
     *out = best.plan;
     vx_plan_cache_put(&key, out);
 }

@@ -28,30 +28,46 @@ enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLA
  * padding), where it is the input itself, read like any GEMM operand. */
 typedef struct {
     int64_t p, q;              /* output height and width */
+    int64_t r0, r1, s0, s1;    /* the filter taps some output reads inside the input:
+                                  [r0, r1) x [s0, s1); the rest only ever meet padding */
     int64_t cg, kg;            /* input and output channels per group */
     int64_t m, n, k, items;    /* one GEMM item and how many there are */
     int pointwise, depthwise;  /* depthwise: one input channel per group */
     vx_gemm_shape shape;       /* what the GEMM planner sees for one item */
 } vx_conv_view;
 
-/* The filter taps [*lo, *hi) along one dimension that some output reads
- * inside the input (out outputs, input extent in, filter f, stride st,
- * padding pad, dilation d); the others only ever meet padding. */
-void vx_conv_used_taps(int64_t out, int64_t in, int64_t f, int64_t st, int64_t pad, int64_t d, int64_t *lo,
-                       int64_t *hi);
+/* The outputs o in [0, out) whose input position o*st + off lies in
+ * [0, in), as [*lo, *hi) (empty: *lo == *hi): along one dimension, which
+ * outputs a filter tap at offset off reads real input for. st >= 1 may be
+ * as large as INT64_MAX; stride 1 (the common case) divides nothing. */
+static inline void vx_conv_inside(int64_t out, int64_t in, int64_t st, int64_t off, int64_t *lo, int64_t *hi)
+{
+    int64_t l, h;
+    if (st == 1) {
+        l = off >= 0 ? 0 : -off;
+        h = in - off;
+    } else {
+        l = off >= 0 ? 0 : -off / st + (-off % st != 0);
+        h = in - 1 - off < 0 ? 0 : (in - 1 - off) / st + 1;
+    }
+    h = h < 0 ? 0 : h < out ? h : out;
+    *lo = l < h ? l : h;
+    *hi = h;
+}
 
 /* Fill *v for valid parameters (checked by the caller). */
 void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v);
 
-/* The plan for p: a GEMM plan run on every item (threads > 1 with a 1x1
+/* The plan for p (v: its view, vx_conv_view_of): a GEMM plan run on every item (threads > 1 with a 1x1
  * grid means the items are shared among the threads, one thread each), or
  * path VX_PATH_CONV_DIRECT. Cached like GEMM plans. Never fails. */
-void vx_plan_conv(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_gemm_plan *out);
+void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *v, vx_isa isa, int max_threads, int pool_warm,
+                  vx_gemm_plan *out);
 
 /* The priced alternatives for p, cheapest first (at most max written):
  * each item split over the threads, items shared among the threads, and the
  * direct family where it applies. Returns how many were written. */
-int vx_conv_rank(const vx_conv2d_params *p, vx_isa isa, int max_threads, int pool_warm, vx_priced_plan *out,
-                 int max);
+int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *v, vx_isa isa, int max_threads, int pool_warm,
+                 vx_priced_plan *out, int max);
 
 #endif

@@ -27,19 +27,7 @@ typedef struct {
 } dw_job;
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-/* ceil(a / b) for a >= 0, b >= 1, without forming a + b (b may be INT64_MAX) */
-static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
-/* Output columns ow whose input column ow*sw + off lies in [0, w): [*lo, *hi). */
-static void valid_cols(int64_t q, int64_t w, int64_t sw, int64_t off, int64_t *lo, int64_t *hi)
-{
-    *lo = off >= 0 ? 0 : cdiv(-off, sw);
-    *hi = w - 1 - off < 0 ? 0 : (w - 1 - off) / sw + 1;
-    if (*hi > q)
-        *hi = q;
-    if (*lo > *hi)
-        *lo = *hi;
-}
 
 /* One body per vector width W (floats), instantiated for AVX2 (8) and
  * AVX-512 (16). VEC loads and stores are unaligned (aligned(4)). */
@@ -72,10 +60,10 @@ static void valid_cols(int64_t q, int64_t w, int64_t sw, int64_t off, int64_t *l
             }                                                                                                  \
         }                                                                                                      \
         int64_t lo, hi; /* interior: every column tap inside */                                                \
-        valid_cols(q, p->w, p->stride_w, -p->pad_w, &lo, &hi);                                                 \
+        vx_conv_inside(q, p->w, p->stride_w, -p->pad_w, &lo, &hi);                                                 \
         {                                                                                                      \
             int64_t lo2, hi2;                                                                                  \
-            valid_cols(q, p->w, p->stride_w, (p->s - 1) * p->dilation_w - p->pad_w, &lo2, &hi2);               \
+            vx_conv_inside(q, p->w, p->stride_w, (p->s - 1) * p->dilation_w - p->pad_w, &lo2, &hi2);               \
             lo = lo > lo2 ? lo : lo2;                                                                          \
             hi = hi < hi2 ? hi : hi2;                                                                          \
         }                                                                                                      \
@@ -174,7 +162,7 @@ static void valid_cols(int64_t q, int64_t w, int64_t sw, int64_t off, int64_t *l
                     const float f = fk[r * p->s + s];                                                          \
                     const int64_t off = s * p->dilation_w - p->pad_w;                                          \
                     int64_t lo, hi;                                                                            \
-                    valid_cols(Q, p->w, p->stride_w, off, &lo, &hi);                                           \
+                    vx_conv_inside(Q, p->w, p->stride_w, off, &lo, &hi);                                           \
                     if (p->stride_w == 1) {                                                                    \
                         const vf_##SUFFIX vf = f - (vf_##SUFFIX){ 0 };                                         \
                         int64_t ow = lo;                                                                       \

@@ -10,7 +10,6 @@
 enum { MAX_PANEL_ROWS = 64 };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Runs here are a few to a few dozen floats: plain loops, not libc calls
  * (a call per run cost more than the run itself). */
@@ -127,13 +126,7 @@ static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t r
                 /* output columns t with 0 <= iw + t*sw < w: [lo, hi) */
                 const int64_t iw = ow * X->sw + dx;
                 int64_t lo, hi;
-                if (X->sw == 1) { /* no divisions on the common path */
-                    lo = min64(max64(-iw, 0), run);
-                    hi = max64(min64(X->w - iw, run), lo);
-                } else {
-                    lo = min64(iw >= 0 ? 0 : -iw / X->sw + (-iw % X->sw != 0), run);
-                    hi = max64(min64(iw >= X->w ? 0 : (X->w - 1 - iw) / X->sw + 1, run), lo);
-                }
+                vx_conv_inside(run, X->w, X->sw, iw, &lo, &hi);
                 const float *row = chan + ih * X->w;
                 put_run(&pr, lo, NULL, 0);
                 if (hi > lo)
@@ -156,7 +149,6 @@ static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t r
 void vx_conv_patches_init(vx_conv_patches *x, const vx_conv2d_params *p, const vx_conv_view *v, const float *in)
 {
     x->base.pack = p->layout == VX_NHWC ? pack_nhwc : pack_nchw;
-    x->base.ctx = x;
     x->in = in;
     x->c = p->c;
     x->h = p->h;

@@ -20,7 +20,6 @@
 enum { SLOT_FILTER = 1, MAX_S = VX_CONV_INPLACE_MAX_S };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* ceil(a / b) for a >= 0, b >= 1, without forming a + b (b may be INT64_MAX) */
 static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
@@ -35,7 +34,6 @@ typedef struct {
     float *ws;                   /* packed filter panels, one slice per thread */
     size_t ws_panel;             /* floats per thread's packed panels (64-byte multiple) */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
-    int64_t r0, r1, s0, s1;      /* the filter taps some pixel reads: [r0, r1) x [s0, s1) */
     atomic_llong next;
 } job;
 
@@ -49,26 +47,17 @@ static void pack_panel(const job *J, int64_t g, int64_t q, float *out)
     const int nr = J->plan->nr;
     const int64_t k0 = q * nr, nb = min64(nr, J->v->kg - k0);
     const float *src = J->filter + (g * J->v->kg + k0) * J->red;
-    if (J->r1 - J->r0 == J->p->r && J->s1 - J->s0 == J->p->s) {
+    if (J->v->r1 - J->v->r0 == J->p->r && J->v->s1 - J->v->s0 == J->p->s) {
         vx_pack_b(J->red, nb, src, 1, J->red, nr, out);
         return;
     }
     const int64_t cg = J->v->cg;
-    for (int64_t r = J->r0; r < J->r1; r++) {
-        const int64_t off = (r * J->p->s + J->s0) * cg;
-        vx_pack_b((J->s1 - J->s0) * cg, nb, src + off, 1, J->red, nr, out + off * nr);
+    for (int64_t r = J->v->r0; r < J->v->r1; r++) {
+        const int64_t off = (r * J->p->s + J->v->s0) * cg;
+        vx_pack_b((J->v->s1 - J->v->s0) * cg, nb, src + off, 1, J->red, nr, out + off * nr);
     }
 }
 
-/* Output columns [lo_s, hi_s) for which tap column s reads inside the input. */
-static void tap_cols(const vx_conv2d_params *p, int64_t q, int64_t s, int64_t *lo, int64_t *hi)
-{
-    const int64_t off = s * p->dilation_w - p->pad_w;
-    *lo = off >= 0 ? 0 : cdiv(-off, p->stride_w);
-    *hi = p->w - 1 - off < 0 ? 0 : (p->w - 1 - off) / p->stride_w + 1;
-    *hi = min64(*hi, q);
-    *lo = min64(*lo, *hi);
-}
 
 /* One segment [x0, x1) of output row (image, oh), one column panel q: every
  * pixel of the segment has the same valid taps. Taps outermost, pixel tiles
@@ -201,7 +190,7 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
     int64_t s_lo[MAX_S], s_hi[MAX_S];
     float *bp[VX_CONV_INPLACE_MAX_PANELS];
     for (int64_t s = 0; s < p->s; s++)
-        tap_cols(p, J->v->q, s, &s_lo[s], &s_hi[s]);
+        vx_conv_inside(J->v->q, p->w, p->stride_w, s * p->dilation_w - p->pad_w, &s_lo[s], &s_hi[s]);
     const int64_t panel_floats = J->red * J->plan->nr;
     const double filter_bytes = 4.0 * (double)(q1 - q0) * (double)panel_floats;
     const double input_bytes = 4.0 * (double)(m1 - m0) * (double)J->v->cg * (double)p->stride_h *
@@ -266,8 +255,6 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.out = out;
     J.red = v->k;
     J.panels = cdiv(v->kg, plan->nr);
-    vx_conv_used_taps(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h, &J.r0, &J.r1);
-    vx_conv_used_taps(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w, &J.s0, &J.s1);
     J.filter = filter;
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
     const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);

@@ -16,11 +16,11 @@
 /* An operand produced by a load stage instead of a strided matrix. pack()
  * writes rows [r0, r0 + rows) x columns [c0, c0 + cols) of batch item `item`
  * in the packed layout of vx_pack_a (A: panels of `panel` rows) or vx_pack_b
- * (B: panels of `panel` columns, zero-padded), see cpu/pack.h. */
+ * (B: panels of `panel` columns, zero-padded), see cpu/pack.h. A gather
+ * embeds this struct first and reaches its own state through self. */
 typedef struct vx_gather {
     void (*pack)(const struct vx_gather *self, int64_t item, int64_t r0, int64_t rows,
                  int64_t c0, int64_t cols, int panel, float *out);
-    const void *ctx;
 } vx_gather;
 
 /* Offsets (in floats) of batch item i = outer * inner_count + inner. */
