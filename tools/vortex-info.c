@@ -6,6 +6,7 @@
 
 #include "analyzer/hw.h"
 #include "analyzer/candidates.h"
+#include "cuda/cuda_backend.h"
 #include "analyzer/conv_plan.h"
 #include "analyzer/plan.h"
 #include "analyzer/select.h"
@@ -36,6 +37,10 @@ static void usage(FILE *f)
             "                       images and K RxS filters (NCHW unless --nhwc; stride 1,\n"
             "                       no padding, dilation 1, 1 group unless given): its\n"
             "                       implicit-GEMM view, the alternatives priced and the pick\n"
+            "  --gpu [--dtype f32|tf32|f16|bf16]\n"
+            "                       with --explain gemm: the GPU plan (kernel instance,\n"
+            "                       split-K, predicted time from the wave model) instead\n"
+            "  --cuda-instances     list the compiled GPU kernel instances\n"
             "  -h, --help           this text\n"
             "Environment: VORTEX_ISA=avx2|avx512, VORTEX_NUM_THREADS=N, VORTEX_VERBOSE=1,\n"
             "             VORTEX_TUNE_FILE=path (else $XDG_CACHE_HOME/vortex/tune.json,\n"
@@ -69,7 +74,9 @@ static void print_hw(void)
     printf("using:      %s%s\n", isa < 0 ? "none (no AVX2/AVX-512: dyn_gemm is unsupported)" : vx_ukernels((vx_isa)isa)->name,
            getenv("VORTEX_ISA") ? " (VORTEX_ISA set)" : "");
     printf("threads:    %d\n", vx_get_num_threads());
-    printf("gpu:        none (CUDA backend not built)\n");
+    char gpu[1024];
+    vx_cuda_describe(gpu, sizeof gpu);
+    printf("gpu:        %s\n", gpu);
     const vx_tune *t = vx_tune_active();
     printf("tuning:     %s%s%s\n", vx_tune_source(), t->measured ? ", measured " : "", t->measured ? t->created : "");
 }
@@ -178,9 +185,53 @@ static void print_kernels(void)
     }
 }
 
+static void print_cuda_instances(void)
+{
+    const int n = vx_cuda_instance_count();
+    printf("GPU kernel instances: %d%s\n", n, n ? "" : " (built without CUDA)");
+    for (int i = 0; i < n; i++) {
+        const vx_cuda_instance *in = vx_cuda_instance_get(i);
+        printf("  %3d %-36s %-6s threads %3d smem %6d B\n", i, in->name,
+               in->unit == VX_UNIT_TENSOR ? "tensor" : "simt", in->threads, in->smem_bytes);
+    }
+}
+
+/* The GPU plan for a shape, as dyn_gemm_ex would choose it (no launch). */
+static int explain_gpu(long long m, long long n, long long k, int col, int ta, int tb, const char *dtype)
+{
+    if (!vx_cuda_available()) {
+        fprintf(stderr, "vortex-info: --gpu: no CUDA device visible%s\n",
+                vx_cuda_instance_count() ? "" : " (built without CUDA)");
+        return 1;
+    }
+    vx_cuda_gemm_args g = {0};
+    g.m = col ? n : m;
+    g.n = col ? m : n;
+    g.k = k;
+    g.alpha = 1.0f;
+    g.a_kcontig = col ? !tb : !ta;
+    g.b_kcontig = col ? ta : tb;
+    g.ab_type = !strcmp(dtype, "f16") ? VX_F16 : !strcmp(dtype, "bf16") ? VX_BF16 : VX_F32;
+    g.c_type = g.ab_type;
+    g.math = !strcmp(dtype, "tf32") ? VX_MATH_TF32 : VX_MATH_DEFAULT;
+    vx_cuda_choice ch[6];
+    const int got = vx_cuda_explain(&g, ch, 6);
+    printf("explain:    gemm gpu %s %s%s %s m=%lld n=%lld k=%lld (wave times: %s)\n", col ? "col" : "row",
+           ta ? "T" : "N", tb ? "T" : "N", dtype, m, n, k, vx_cuda_tune_source());
+    for (int i = 0; i < got; i++) {
+        const vx_cuda_instance *in = vx_cuda_instance_get(ch[i].instance);
+        printf("  %s %-36s split-K %2d  predicted %9.2f us\n", i ? "   " : "-> ", in->name, ch[i].splits,
+               ch[i].predicted_us);
+    }
+    if (!got)
+        printf("  no compiled kernel runs this combination\n");
+    return got ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    int kernels = 0, candidates = 0, explain = 0, col = 0, ta = 0, tb = 0;
+    int kernels = 0, candidates = 0, explain = 0, col = 0, ta = 0, tb = 0, gpu = 0, list_gpu = 0;
+    const char *dtype = "f32";
     long long m = 0, n = 0, k = 0;
     vx_conv2d_params cp = { VX_NCHW, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, VX_ACT_NONE };
     for (int i = 1; i < argc; i++) {
@@ -235,6 +286,16 @@ int main(int argc, char **argv)
             }
             cp.groups = g;
             i++;
+        } else if (!strcmp(argv[i], "--gpu")) {
+            gpu = 1;
+        } else if (!strcmp(argv[i], "--cuda-instances")) {
+            list_gpu = 1;
+        } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+            dtype = argv[++i];
+            if (strcmp(dtype, "f32") && strcmp(dtype, "tf32") && strcmp(dtype, "f16") && strcmp(dtype, "bf16")) {
+                fprintf(stderr, "vortex-info: --dtype takes f32, tf32, f16 or bf16 (got '%s')\n", dtype);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--nhwc")) {
             cp.layout = VX_NHWC;
         } else if (!strcmp(argv[i], "--col-major")) {
@@ -254,6 +315,10 @@ int main(int argc, char **argv)
         print_kernels();
     if (candidates)
         print_candidates();
+    if (list_gpu)
+        print_cuda_instances();
+    if (explain == 1 && gpu)
+        return explain_gpu(m, n, k, col, ta, tb, dtype);
     if (explain) {
         int isa = vx_active_isa();
         if (isa < 0) {

@@ -9,12 +9,13 @@
 #include "analyzer/hw.h"
 #include "analyzer/tune.h"
 #include "cpu/cpu_tune.h"
+#include "cuda/cuda_backend.h"
 #include "vortex/vortex.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: vortex-install-tune [--output FILE] [--quick] [--quiet] [--print]\n"
+            "usage: vortex-install-tune [--output FILE] [--quick] [--quiet] [--print] [--no-gpu | --gpu-only]\n"
             "\n"
             "Measures this machine once (the micro-kernels' rates in cache, packing rates,\n"
             "cache and memory bandwidths, call and thread wake-up costs) and writes the\n"
@@ -27,6 +28,11 @@ static void usage(FILE *f)
             "  --quick            fewer repetitions (a few seconds; noisier numbers)\n"
             "  --quiet            no progress bar\n"
             "  --print            also print the file's summary after writing\n"
+            "  --no-gpu           measure the CPU only\n"
+            "  --gpu-only         measure the GPU only (keeps the file's CPU part)\n"
+            "GPU (when the CUDA backend is built and a device is visible): one full wave\n"
+            "of every compiled kernel instance at a few K on the current device, stored\n"
+            "under that GPU's fingerprint; about a minute.\n"
             "  -h, --help         this text\n"
             "Run it on an otherwise idle machine; it takes well under a minute.\n");
 }
@@ -98,10 +104,39 @@ static void summary(const vx_tune *t)
            t->wake_ns, t->wake_warm_ns, t->call_ns, t->mode_call_ns[0], t->mode_call_ns[1], t->mode_call_ns[2]);
 }
 
+static bar_state g_gpu_bar;
+static void on_gpu_progress(int done, int total)
+{
+    const vx_cuda_instance *in = done < total ? vx_cuda_instance_get(done) : NULL;
+    on_progress(&g_gpu_bar, done, total, in ? in->name : "done");
+}
+
+/* The GPU part: wave times of every kernel instance, merged into the file. */
+static int tune_gpu(const char *path, int quick, int quiet)
+{
+    if (!vx_cuda_available()) {
+        fprintf(stderr, "vortex-install-tune: no GPU to measure (%s)\n",
+                vx_cuda_instance_count() ? "no CUDA device visible" : "built without CUDA");
+        return 1;
+    }
+    char dev[512], why[512];
+    vx_cuda_describe(dev, sizeof dev);
+    g_gpu_bar = (bar_state){ isatty(2), quiet, now_s() };
+    if (!quiet)
+        fprintf(stderr, "vortex-install-tune: measuring GPU %s\n", dev);
+    vx_status s = vx_cuda_tune(path, quick, on_gpu_progress, why, sizeof why);
+    if (s != VX_OK) {
+        fprintf(stderr, "vortex-install-tune: GPU: %s\n", why);
+        return 1;
+    }
+    printf("wrote the GPU wave times to %s in %.1f s\n", path, now_s() - g_gpu_bar.t0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL;
-    int quick = 0, quiet = 0, print = 0;
+    int quick = 0, quiet = 0, print = 0, no_gpu = 0, gpu_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -112,6 +147,10 @@ int main(int argc, char **argv)
             quiet = 1;
         } else if (!strcmp(argv[i], "--print")) {
             print = 1;
+        } else if (!strcmp(argv[i], "--no-gpu")) {
+            no_gpu = 1;
+        } else if (!strcmp(argv[i], "--gpu-only")) {
+            gpu_only = 1;
         } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
             out = argv[++i];
         } else {
@@ -128,7 +167,13 @@ int main(int argc, char **argv)
                         "or pass --output FILE\n");
         return 2;
     }
+    if (no_gpu && gpu_only) {
+        fprintf(stderr, "vortex-install-tune: --no-gpu and --gpu-only exclude each other\n");
+        return 2;
+    }
     const vx_hw_info *hw = vx_hw();
+    if (gpu_only)
+        return tune_gpu(path, quick, quiet);
     if (!hw->has_avx2_fma) {
         fprintf(stderr, "vortex-install-tune: this CPU has neither AVX2+FMA nor AVX-512; nothing to measure\n");
         return 1;
@@ -164,5 +209,7 @@ int main(int argc, char **argv)
     printf("wrote %s in %.1f s\n", path, now_s() - b.t0);
     if (print)
         summary(&back);
+    if (!no_gpu && vx_cuda_available())
+        return tune_gpu(path, quick, quiet);
     return 0;
 }

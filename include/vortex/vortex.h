@@ -83,6 +83,32 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
 /* The output height and width for p (checks p as dyn_conv2d does). */
 VX_API vx_status vx_conv2d_output_dims(const vx_conv2d_params *p, int64_t *out_h, int64_t *out_w);
 
+
+/* ---- mixed precision and NVIDIA GPUs -------------------------------------- */
+
+typedef enum { VX_F32 = 0, VX_F16 = 1, VX_BF16 = 2 } vx_dtype;
+typedef enum { VX_MATH_DEFAULT = 0, VX_MATH_TF32 = 1 } vx_math_mode;  /* TF32 allowed for fp32 inputs on GPU */
+
+/* The cudaStream_t that this host thread's GPU calls are queued on; NULL is
+ * the default stream. VX_ERR_UNSUPPORTED in a build without CUDA. */
+VX_API vx_status vx_cuda_set_stream(void *stream);
+
+/* dyn_gemm with element types. When a, b and c are all device memory the call
+ * runs on the GPU, asynchronously on the thread's stream (like cuBLAS);
+ * when all are host memory it runs on the CPU; a mix is VX_ERR_INVALID_ARG.
+ * Accumulation is fp32 always. Supported: a and b of one type; c F32, or c of
+ * a's type. On the CPU only F32 (math mode ignored: the result is exact fp32).
+ * VX_MATH_TF32 lets fp32 inputs use TF32 Tensor Cores on the GPU. Other
+ * combinations return VX_ERR_UNSUPPORTED. Leading dimensions count elements. */
+VX_API vx_status dyn_gemm_ex(vx_layout layout, vx_transpose transa, vx_transpose transb,
+                             int64_t m, int64_t n, int64_t k, float alpha,
+                             const void *a, vx_dtype a_type, int64_t lda,
+                             const void *b, vx_dtype b_type, int64_t ldb, float beta,
+                             void *c, vx_dtype c_type, int64_t ldc, vx_math_mode math);
+
+/* GPUs this process can use: 0 in a build without CUDA or with no device. */
+VX_API int vx_cuda_device_count(void);
+
 #ifdef __cplusplus
 }
 #endif

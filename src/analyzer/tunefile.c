@@ -333,6 +333,12 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
                             json_pack("[f, f, f]", t->mode_call_ns[0], t->mode_call_ns[1], t->mode_call_ns[2]));
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");
+    /* The GPU backend keeps its measurements under "cuda" in the same file
+     * (src/cuda/cuda_tune.cu): a CPU re-tune carries them over. */
+    json_t *old = json_load_file(path, 0, NULL);
+    if (old && json_is_array(json_object_get(old, "cuda")))
+        json_object_set(root, "cuda", json_object_get(old, "cuda"));
+    json_decref(old);
     FILE *f = fopen(tmp, "w");
     if (!f) {
         json_decref(root);

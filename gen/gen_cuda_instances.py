@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""GPU kernel-instance candidates, generated bottom-up (DESIGN.md, Algorithm 2).
+
+L0  warp tiles WM x WN:
+    tensor: multiples of the mma shape (16 x 16 per ldmatrix.x4 pair), with
+            the accumulators plus fragments inside the register file;
+    simt:   a (WM/4) x (WN/8) FFMA tile per thread, each side a multiple of 4
+            (4-element shared-memory vectors), registers inside the file.
+L1  CTA tiles BM x BN x BK x STAGES: integer multiples of an L0 tile, with the
+    threads, registers and shared memory a block may use on both sm_80 and
+    sm_90 (so two blocks fit on an SM), and utilization bounds (enough warps to
+    hide latency, not so large a tile that small M pads most of it away).
+    The mapping table (which L0 tile each L1 candidate uses) is the instance
+    itself: one L0 tile per L1 candidate, the one the rules prefer.
+L2  the grid and split-K are chosen at call time by the wave model.
+
+Outputs (all at build time, from meson):
+  --groups                 the group names, one per line (one .cu per group)
+  --group G --out F.cu     the kernel table of group G
+  --table --out F.h        declarations of every group's table
+  --list                   the candidates, with the count kept at each stage
+"""
+import argparse
+import itertools
+import sys
+
+# Resource limits every instance must meet on sm_80 and sm_90.
+REGS_PER_THREAD = 255
+THREADS_OK = (64, 128, 256)
+SMEM_PER_BLOCK = 96 * 1024          # <= half of sm_80's 164 KB per SM: two blocks fit
+SMEM_STAGE_FOUR = 16 * 1024         # stages of at most this size get four stages, else three
+
+DTYPES = {  # name: (C++ type, bytes, vx_dtype value)
+    'f32': ('float', 4, 0),
+    'f16': ('__half', 2, 1),
+    'bf16': ('__nv_bfloat16', 2, 2),
+}
+
+# The families: (unit, operand dtype, tf32?, BK, CTA tiles BM x BN considered).
+# The tile lists are the L1 shapes worth compiling (every instance costs build
+# time: ~3 s per architecture): short-and-wide tiles for small M (the dynamic
+# dimension of inference), square ones for large M. CUDA cores on 16-bit
+# operands only matter for small M (the paper's adaptive mode, sec. 7.4).
+TC_TILES = [(16, 64), (16, 128), (32, 128), (64, 64), (64, 128), (128, 128), (128, 256)]
+FAMILIES = [
+    ('tc', 'f16', 0, 32, TC_TILES),
+    ('tc', 'bf16', 0, 32, TC_TILES),
+    ('tc', 'f32', 1, 16, TC_TILES),
+    ('simt', 'f32', 0, 16, [(16, 64), (32, 64), (32, 128), (64, 64), (64, 128), (128, 128)]),
+    ('simt', 'f16', 0, 32, [(16, 64), (32, 128)]),
+    ('simt', 'bf16', 0, 32, [(16, 64), (32, 128)]),
+]
+LAYOUTS = [(ak, bk) for ak in (1, 0) for bk in (1, 0)]   # (A K-contiguous, B K-contiguous)
+
+
+def l0_tiles(unit, dt):
+    """Warp tiles the register file allows, with their register estimate."""
+    out = []
+    if unit == 'tc':
+        for wm, wn in itertools.product((16, 32, 64), (16, 32, 64)):
+            acc = wm * wn // 32                     # fp32 accumulators per thread
+            frag = (wm // 16) * 4 + (wn // 8) * 2   # A and B fragments per k step
+            regs = acc + frag + 40                  # + addresses, loop state
+            if regs <= REGS_PER_THREAD:
+                out.append((wm, wn, regs))
+    else:
+        for tm, tn in itertools.product((4, 8), (4, 8)):
+            regs = tm * tn + 4 * (tm + tn) + 40     # accumulators + 4-deep A/B fragments
+            if regs <= REGS_PER_THREAD:
+                out.append((4 * tm, 8 * tn, regs))
+    return out
+
+
+def smem_bytes(dt, unit, ak, bkc, bm, bn, bk, stages):
+    size = DTYPES[dt][1]
+    pad16 = 16 // size
+    pad_mn = 2 * pad16 if (size == 4 and unit == 'tc') else pad16
+    a = bm * (bk + pad16) if ak else bk * (bm + pad_mn)
+    b = bn * (bk + pad16) if bkc else bk * (bn + pad_mn)
+    return stages * (a + b) * size
+
+
+def l1_candidates(stats=None):
+    """Every family's CTA tiles over every layout, filtered by the rules."""
+    out = []
+    for unit, dt, tf32, bk, tiles in FAMILIES:
+        l0 = l0_tiles(unit, dt)
+        if stats is not None:
+            stats.setdefault('L0 warp tiles', 0)
+            stats['L0 warp tiles'] += len(l0)
+        for ak, bkc in LAYOUTS:
+            for bm, bn in tiles:
+                options = []
+                for wm, wn, regs in l0:
+                    if bm % wm or bn % wn:
+                        continue                           # not a multiple of the L0 tile
+                    threads = (bm // wm) * (bn // wn) * 32
+                    if threads not in THREADS_OK:
+                        continue
+                    stage = smem_bytes(dt, unit, ak, bkc, bm, bn, bk, 1)
+                    stages = 4 if stage <= SMEM_STAGE_FOUR else 3
+                    smem = stages * stage
+                    if smem > SMEM_PER_BLOCK or regs * threads > 65536:
+                        continue
+                    options.append((wm, wn, threads, stages, smem))
+                if stats is not None:
+                    stats.setdefault('L1 tiles x warp tiles (fit)', 0)
+                    stats['L1 tiles x warp tiles (fit)'] += len(options)
+                if not options:
+                    continue
+                # Utilization: prefer 4 warps (latency hiding with room for two
+                # blocks per SM), then the larger warp tile (operand reuse).
+                options.sort(key=lambda o: (abs(o[2] - 128), -(o[0] * o[1])))
+                wm, wn, threads, stages, smem = options[0]
+                name = '%s_%s_%s%s_%dx%dx%d_w%dx%d_s%d' % (
+                    unit if not tf32 else 'tc', 'tf32' if tf32 else dt, 'k' if ak else 'm', 'k' if bkc else 'n',
+                    bm, bn, bk, wm, wn, stages)
+                out.append(dict(name=name, unit=unit, dt=dt, tf32=tf32, ak=ak, bkc=bkc, bm=bm, bn=bn, bk=bk,
+                                wm=wm, wn=wn, stages=stages, threads=threads, smem=smem))
+    if stats is not None:
+        stats['L1 instances kept'] = len(out)
+    return out
+
+
+def group_of(c):
+    return '%s_%s_%s%s' % (c['unit'], 'tf32' if c['tf32'] else c['dt'], 'k' if c['ak'] else 'm',
+                           'k' if c['bkc'] else 'n')
+
+
+def groups():
+    seen = []
+    for c in l1_candidates():
+        g = group_of(c)
+        if g not in seen:
+            seen.append(g)
+    return seen
+
+
+def write_group(g, path):
+    rows = [c for c in l1_candidates() if group_of(c) == g]
+    if not rows:
+        sys.exit('unknown group %s' % g)
+    lines = ['// Generated by gen/gen_cuda_instances.py: kernel instances of group %s. Do not edit.' % g,
+             '#include "cuda/gemm_kernel.cuh"', '', 'namespace vx {', '',
+             'const KernelEntry *cuda_group_%s(int *count)' % g, '{', '    static const KernelEntry table[] = {']
+    for c in rows:
+        ty = DTYPES[c['dt']][0]
+        unit = 'UNIT_TENSOR' if c['unit'] == 'tc' else 'UNIT_SIMT'
+        inst = 'Instance<%s, %s, %s, %s, %d, %d, %d, %d, %d, %d>' % (
+            ty, unit, 'true' if c['ak'] else 'false', 'true' if c['bkc'] else 'false',
+            c['bm'], c['bn'], c['bk'], c['wm'], c['wn'], c['stages'])
+        lines.append('        {"%s", %s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %s::THREADS, %s::SMEM, %s::func(), '
+                     '&%s::launch},' % (c['name'], unit, DTYPES[c['dt']][2], c['tf32'], c['ak'], c['bkc'], c['bm'],
+                                        c['bn'], c['bk'], c['wm'], c['wn'], c['stages'], inst, inst, inst, inst))
+    lines += ['    };', '    *count = (int)(sizeof table / sizeof table[0]);', '    return table;', '}', '',
+              '} // namespace vx', '']
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines))
+
+
+def write_table(path):
+    gs = groups()
+    lines = ['// Generated by gen/gen_cuda_instances.py: every group of kernel instances. Do not edit.',
+             '#pragma once', '#include "cuda/gemm_kernel.cuh"', '', 'namespace vx {']
+    lines += ['const KernelEntry *cuda_group_%s(int *count);' % g for g in gs]
+    lines += ['', 'typedef const KernelEntry *(*GroupFn)(int *count);',
+              'static const GroupFn cuda_groups[] = {']
+    lines += ['    cuda_group_%s,' % g for g in gs]
+    lines += ['};', 'static const int cuda_group_count = %d;' % len(gs), '', '} // namespace vx', '']
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--groups', action='store_true')
+    ap.add_argument('--group')
+    ap.add_argument('--table', action='store_true')
+    ap.add_argument('--list', action='store_true')
+    ap.add_argument('--out')
+    a = ap.parse_args()
+    if a.groups:
+        print('\n'.join(groups()))
+    elif a.group:
+        write_group(a.group, a.out)
+    elif a.table:
+        write_table(a.out)
+    elif a.list:
+        stats = {}
+        cands = l1_candidates(stats)
+        for c in cands:
+            print('%-36s threads %3d smem %6d' % (c['name'], c['threads'], c['smem']))
+        for k, v in stats.items():
+            print('%s: %d' % (k, v))
+    else:
+        ap.print_help()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,483 @@
+/* The GPU GEMM kernel family (L0 warp tile + L1 CTA tile), one template.
+ *
+ *   L1  a CTA computes a BM x BN tile of C over a K range [kb, ke) (the whole
+ *       K, or one split-K slice); A and B tiles of BK columns stream through
+ *       STAGES shared-memory buffers filled by cp.async (16-byte copies,
+ *       zero-filled past the matrix edge) while the warps compute on an
+ *       earlier stage. Shared memory keeps each operand in its global layout
+ *       (K-contiguous or M/N-contiguous); the fragment loads adapt.
+ *   L0  a warp computes WM x WN: Tensor Cores through mma.sync (m16n8k16 for
+ *       fp16/bf16 fed by ldmatrix[.trans], m16n8k8 for tf32), or CUDA cores
+ *       with a (WM/4) x (WN/8) FFMA register tile per thread.
+ *
+ * Ragged edges are handled in the loads (zero fill) and the stores
+ * (predicated): the user's buffers are never padded. Unaligned operands
+ * (a base pointer or leading dimension that is not a multiple of 16 bytes)
+ * take a synchronous element-wise load path in the same kernel. */
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace vx {
+
+enum { UNIT_SIMT = 0, UNIT_TENSOR = 1 };
+enum { CT_F32 = 0, CT_F16 = 1, CT_BF16 = 2 };
+
+/* One launch's arguments (canonical row-major C, see cuda_backend.h). */
+struct KParams {
+    int m, n, k;
+    const void *a; long long lda;
+    const void *b; long long ldb;
+    void *c; long long ldc;
+    float alpha, beta;
+    int c_type;
+    float *ws;         /* split-K partial sums [split][m][n]; NULL: write C */
+    int k_per_split;   /* multiple of BK */
+    int a_vec, b_vec;  /* 16-byte copies allowed for A / B */
+};
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+__device__ __forceinline__ float load_c(const void *c, long long i, int ct)
+{
+    if (ct == CT_F32) return ((const float *)c)[i];
+    if (ct == CT_F16) return __half2float(((const __half *)c)[i]);
+    return __bfloat162float(((const __nv_bfloat16 *)c)[i]);
+}
+
+__device__ __forceinline__ void store_c(void *c, long long i, float v, int ct)
+{
+    if (ct == CT_F32) ((float *)c)[i] = v;
+    else if (ct == CT_F16) ((__half *)c)[i] = __float2half_rn(v);
+    else ((__nv_bfloat16 *)c)[i] = __float2bfloat16_rn(v);
+}
+
+/* C(row, col) = alpha * acc + beta * C, or the raw partial sum to the split-K
+ * workspace. beta == 0 never reads C. */
+__device__ __forceinline__ void epilogue_store(const KParams &p, int row, int col, float acc)
+{
+    if (row >= p.m || col >= p.n) return;
+    if (p.ws) {
+        p.ws[((long long)blockIdx.z * p.m + row) * p.n + col] = acc;
+        return;
+    }
+    const long long i = (long long)row * p.ldc + col;
+    float v = p.alpha * acc;
+    if (p.beta != 0.0f) v += p.beta * load_c(p.c, i, p.c_type);
+    store_c(p.c, i, v, p.c_type);
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+/* Copies one operand tile into shared memory. The tile is ROWS x COLS in the
+ * operand's storage order (COLS along the contiguous dimension); global
+ * element (r, c) of the tile is at g[(r0 + r) * ld + c0 + c], valid while
+ * r0 + r < rows_end and c0 + c < cols_end. Shared rows are SLD apart. */
+template <class T, int ROWS, int COLS, int SLD, int THREADS>
+__device__ __forceinline__ void load_tile(T *s, const T *g, long long ld, int r0, int c0, int rows_end,
+                                          int cols_end, bool vec)
+{
+    constexpr int VEC = 16 / (int)sizeof(T);
+    constexpr int VPR = COLS / VEC;            /* vectors per row */
+    constexpr int NV = ROWS * VPR;
+    static_assert(COLS % VEC == 0, "tile columns must be whole 16-byte vectors");
+    if (vec) {
+#pragma unroll
+        for (int v0 = 0; v0 < NV; v0 += THREADS) {
+            const int v = v0 + (int)threadIdx.x;
+            if (NV % THREADS == 0 || v < NV) {
+                const int r = v / VPR, c = (v % VPR) * VEC;
+                const int gr = r0 + r, gc = c0 + c;
+                int n = cols_end - gc;
+                n = gr < rows_end ? (n < 0 ? 0 : (n > VEC ? VEC : n)) : 0;
+                const T *src = n > 0 ? g + (long long)gr * ld + gc : g;
+                cp_async16(s + r * SLD + c, src, n * (int)sizeof(T));
+            }
+        }
+    } else {
+#pragma unroll 1
+        for (int e = (int)threadIdx.x; e < ROWS * COLS; e += THREADS) {
+            const int r = e / COLS, c = e % COLS;
+            const int gr = r0 + r, gc = c0 + c;
+            T x = (T)0.0f;
+            if (gr < rows_end && gc < cols_end) x = g[(long long)gr * ld + gc];
+            s[r * SLD + c] = x;
+        }
+    }
+}
+
+/* Shared-memory geometry of one stage. */
+template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK>
+struct Smem {
+    /* 16 bytes of padding per row keeps ldmatrix and cp.async rows aligned
+     * and spreads rows over the banks; tf32 fragments read single words
+     * across rows of an M/N-contiguous tile and need 32 bytes. */
+    static constexpr int PAD16 = 16 / (int)sizeof(T);
+    static constexpr int PADA = AK ? PAD16 : (sizeof(T) == 4 && UNIT == UNIT_TENSOR ? 2 * PAD16 : PAD16);
+    static constexpr int PADB = BKC ? PAD16 : (sizeof(T) == 4 && UNIT == UNIT_TENSOR ? 2 * PAD16 : PAD16);
+    static constexpr int LDA = AK ? BK + PADA : BM + PADA;     /* A: [BM][LDA] or [BK][LDA] */
+    static constexpr int LDB = BKC ? BK + PADB : BN + PADB;    /* B: [BN][LDB] or [BK][LDB] */
+    static constexpr int A_ELEMS = AK ? BM * LDA : BK * LDA;
+    static constexpr int B_ELEMS = BKC ? BN * LDB : BK * LDB;
+    static constexpr int STAGE_ELEMS = A_ELEMS + B_ELEMS;
+};
+
+/* ---- L0: Tensor Core warp tile ---------------------------------------- */
+
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+template <class T> __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                                            unsigned b1);
+template <> __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                                             unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const unsigned (&a)[4],
+                                                                    unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ unsigned to_tf32(float x)
+{
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+
+__device__ __forceinline__ void mma1688_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* One stage's BK columns through a warp's WM x WN accumulators.
+ * acc[mt][nt][i]: row g + 8*(i/2), column 2t + (i%2) of 16x8 tile (mt, nt),
+ * g = lane / 4, t = lane % 4 (the mma accumulator layout). */
+template <class T, bool AK, bool BKC, int BM, int BN, int BK, int WM, int WN, int LDA, int LDB>
+__device__ __forceinline__ void warp_mma_stage(float (&acc)[WM / 16][WN / 8][4], const T *As, const T *Bs, int wm0,
+                                               int wn0, int lane)
+{
+    constexpr int MT = WM / 16, NT = WN / 8;
+    if constexpr (sizeof(T) == 2) {
+        const int r = lane & 7, idx = lane >> 3;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            unsigned af[MT][4], bf[NT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                const int m = wm0 + mt * 16;
+                if constexpr (AK)
+                    ldsm_x4(af[mt], As + (m + r + (idx & 1) * 8) * LDA + kk + (idx >> 1) * 8);
+                else
+                    ldsm_x4_t(af[mt], As + (kk + r + (idx >> 1) * 8) * LDA + m + (idx & 1) * 8);
+            }
+#pragma unroll
+            for (int nt = 0; nt < NT; nt += 2) {
+                const int n = wn0 + nt * 8;
+                unsigned q[4];
+                if constexpr (BKC)
+                    ldsm_x4(q, Bs + (n + r + (idx >> 1) * 8) * LDB + kk + (idx & 1) * 8);
+                else
+                    ldsm_x4_t(q, Bs + (kk + r + (idx & 1) * 8) * LDB + n + (idx >> 1) * 8);
+                bf[nt][0] = q[0]; bf[nt][1] = q[1];
+                bf[nt + 1][0] = q[2]; bf[nt + 1][1] = q[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+                    mma16816<T>(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
+        }
+    } else {
+        const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 8) {
+            unsigned af[MT][4], bf[NT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                const int m = wm0 + mt * 16 + g;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int mi = m + (i & 1) * 8, ki = kk + t + (i >> 1) * 4;
+                    af[mt][i] = to_tf32(AK ? As[mi * LDA + ki] : As[ki * LDA + mi]);
+                }
+            }
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const int n = wn0 + nt * 8 + g;
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const int ki = kk + t + i * 4;
+                    bf[nt][i] = to_tf32(BKC ? Bs[n * LDB + ki] : Bs[ki * LDB + n]);
+                }
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+                    mma1688_tf32(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
+        }
+    }
+}
+
+/* ---- L0: CUDA-core warp tile ------------------------------------------- */
+
+/* Four consecutive elements from shared memory as floats (16 or 8 bytes). */
+__device__ __forceinline__ void lds4(float (&o)[4], const float *p)
+{
+    const float4 v = *reinterpret_cast<const float4 *>(p);
+    o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
+}
+__device__ __forceinline__ void lds4(float (&o)[4], const __half *p)
+{
+    const uint2 v = *reinterpret_cast<const uint2 *>(p);
+    const float2 lo = __half22float2(*reinterpret_cast<const __half2 *>(&v.x));
+    const float2 hi = __half22float2(*reinterpret_cast<const __half2 *>(&v.y));
+    o[0] = lo.x; o[1] = lo.y; o[2] = hi.x; o[3] = hi.y;
+}
+__device__ __forceinline__ void lds4(float (&o)[4], const __nv_bfloat16 *p)
+{
+    const uint2 v = *reinterpret_cast<const uint2 *>(p);
+    const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v.x));
+    const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v.y));
+    o[0] = lo.x; o[1] = lo.y; o[2] = hi.x; o[3] = hi.y;
+}
+
+/* Lane (ty, tx) = (lane / 8, lane % 8) of a warp owns rows wm0 + ty*TM + i
+ * and columns wn0 + tx*TN + j; K advances four at a time so every shared
+ * load is a 4-element vector along whichever dimension is contiguous. */
+template <class T, bool AK, bool BKC, int BK, int TM, int TN, int LDA, int LDB>
+__device__ __forceinline__ void thread_fma_stage(float (&acc)[TM][TN], const T *As, const T *Bs, int m0, int n0)
+{
+#pragma unroll 2
+    for (int kk = 0; kk < BK; kk += 4) {
+        float a[4][TM], b[4][TN];
+        if constexpr (AK) {
+#pragma unroll
+            for (int i = 0; i < TM; i++) {
+                float v[4];
+                lds4(v, As + (m0 + i) * LDA + kk);
+#pragma unroll
+                for (int q = 0; q < 4; q++) a[q][i] = v[q];
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int i = 0; i < TM; i += 4) {
+                    float v[4];
+                    lds4(v, As + (kk + q) * LDA + m0 + i);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) a[q][i + e] = v[e];
+                }
+        }
+        if constexpr (BKC) {
+#pragma unroll
+            for (int j = 0; j < TN; j++) {
+                float v[4];
+                lds4(v, Bs + (n0 + j) * LDB + kk);
+#pragma unroll
+                for (int q = 0; q < 4; q++) b[q][j] = v[q];
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    float v[4];
+                    lds4(v, Bs + (kk + q) * LDB + n0 + j);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) b[q][j + e] = v[e];
+                }
+        }
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++)
+                    acc[i][j] = fmaf(a[q][i], b[q][j], acc[i][j]);
+    }
+}
+
+/* ---- L1 + L2: the CTA ---------------------------------------------------- */
+
+template <int BM, int BN, int WM, int WN>
+struct Warps {
+    static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+    static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+};
+
+/* Tile (tm, tn) of block b: groups of 8 tile rows are walked column by
+ * column, so concurrently running blocks share A rows and B columns in L2. */
+__device__ __forceinline__ void raster(int b, int tiles_m, int tiles_n, int &tm, int &tn)
+{
+    const int group = 8;
+    const int width = group * tiles_n;
+    const int first = (b / width) * group;
+    const int rows = min(tiles_m - first, group);
+    const int in = b % width;
+    tm = first + in % rows;
+    tn = in / rows;
+}
+
+template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK, int WM, int WN, int STAGES>
+__global__ void __launch_bounds__(Warps<BM, BN, WM, WN>::THREADS) gemm_kernel(KParams p)
+{
+    using S = Smem<T, UNIT, AK, BKC, BM, BN, BK>;
+    constexpr int THREADS = Warps<BM, BN, WM, WN>::THREADS;
+    constexpr int WARPS_N = Warps<BM, BN, WM, WN>::WARPS_N;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *smem = reinterpret_cast<T *>(smem_raw);
+
+    const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
+    int tm, tn;
+    raster(blockIdx.x, tiles_m, tiles_n, tm, tn);
+    const int bm0 = tm * BM, bn0 = tn * BN;
+    const int kb = blockIdx.z * p.k_per_split;
+    const int ke = min(p.k, kb + p.k_per_split);
+    const int ktiles = ke > kb ? (ke - kb + BK - 1) / BK : 0;
+
+    const T *A = static_cast<const T *>(p.a);
+    const T *B = static_cast<const T *>(p.b);
+    const bool avec = p.a_vec != 0, bvec = p.b_vec != 0;
+
+    auto load_stage = [&](int kt, int stage) {
+        T *As = smem + stage * S::STAGE_ELEMS;
+        T *Bs = As + S::A_ELEMS;
+        const int k0 = kb + kt * BK;
+        if constexpr (AK)
+            load_tile<T, BM, BK, S::LDA, THREADS>(As, A, p.lda, bm0, k0, p.m, ke, avec);
+        else
+            load_tile<T, BK, BM, S::LDA, THREADS>(As, A, p.lda, k0, bm0, ke, p.m, avec);
+        if constexpr (BKC)
+            load_tile<T, BN, BK, S::LDB, THREADS>(Bs, B, p.ldb, bn0, k0, p.n, ke, bvec);
+        else
+            load_tile<T, BK, BN, S::LDB, THREADS>(Bs, B, p.ldb, k0, bn0, ke, p.n, bvec);
+    };
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < ktiles) load_stage(s, s);
+        cp_async_commit();
+    }
+
+    if constexpr (UNIT == UNIT_TENSOR) {
+        float acc[WM / 16][WN / 8][4];
+#pragma unroll
+        for (int i = 0; i < WM / 16; i++)
+#pragma unroll
+            for (int j = 0; j < WN / 8; j++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) acc[i][j][q] = 0.0f;
+        for (int kt = 0; kt < ktiles; kt++) {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
+            if (kt + STAGES - 1 < ktiles) load_stage(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+            cp_async_commit();
+            const T *As = smem + (kt % STAGES) * S::STAGE_ELEMS;
+            warp_mma_stage<T, AK, BKC, BM, BN, BK, WM, WN, S::LDA, S::LDB>(acc, As, As + S::A_ELEMS, wm0, wn0,
+                                                                           lane);
+        }
+        cp_async_wait<0>();
+        const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int mt = 0; mt < WM / 16; mt++)
+#pragma unroll
+            for (int nt = 0; nt < WN / 8; nt++)
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    epilogue_store(p, bm0 + wm0 + mt * 16 + g + (q >> 1) * 8, bn0 + wn0 + nt * 8 + 2 * t + (q & 1),
+                                   acc[mt][nt][q]);
+    } else {
+        constexpr int TM = WM / 4, TN = WN / 8;
+        static_assert(TM % 4 == 0 && TN % 4 == 0, "CUDA-core thread tiles are multiples of 4");
+        float acc[TM][TN];
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+            for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+        const int m0 = wm0 + (lane >> 3) * TM, n0 = wn0 + (lane & 7) * TN;
+        for (int kt = 0; kt < ktiles; kt++) {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
+            if (kt + STAGES - 1 < ktiles) load_stage(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+            cp_async_commit();
+            const T *As = smem + (kt % STAGES) * S::STAGE_ELEMS;
+            thread_fma_stage<T, AK, BKC, BK, TM, TN, S::LDA, S::LDB>(acc, As, As + S::A_ELEMS, m0, n0);
+        }
+        cp_async_wait<0>();
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+            for (int j = 0; j < TN; j++) epilogue_store(p, bm0 + m0 + i, bn0 + n0 + j, acc[i][j]);
+    }
+}
+
+/* What the host needs of one instance. */
+struct KernelEntry {
+    const char *name;
+    int unit, dtype, tf32, a_kcontig, b_kcontig;
+    int bm, bn, bk, wm, wn, stages, threads, smem_bytes;
+    const void *func;
+    void (*launch)(const KParams &, dim3, cudaStream_t);
+};
+
+template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK, int WM, int WN, int STAGES>
+struct Instance {
+    using S = Smem<T, UNIT, AK, BKC, BM, BN, BK>;
+    static constexpr int THREADS = Warps<BM, BN, WM, WN>::THREADS;
+    static constexpr int SMEM = STAGES * S::STAGE_ELEMS * (int)sizeof(T);
+    static_assert(BM % WM == 0 && BN % WN == 0, "the CTA tile is a multiple of the warp tile");
+    static_assert(UNIT == UNIT_SIMT || (WM % 16 == 0 && WN % 16 == 0), "mma warp tiles are multiples of 16");
+    static void launch(const KParams &p, dim3 grid, cudaStream_t s)
+    {
+        gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES><<<grid, THREADS, SMEM, s>>>(p);
+    }
+    static const void *func() { return (const void *)gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES>; }
+};
+
+} // namespace vx
