@@ -273,6 +273,34 @@ cudaError_t launch_instance(const KernelEntry &e, const KParams &p, int splits, 
     return cudaGetLastError();
 }
 
+/* Split-K partial sums live in one workspace per (device, stream), grown on
+ * demand: calls on one stream run in order, so they can share it, and no
+ * call pays an allocation once the workspace is large enough. A grown
+ * workspace replaces the old one in stream order (cudaFreeAsync). */
+struct Workspace {
+    float *ptr = nullptr;
+    size_t bytes = 0;
+};
+static std::mutex g_ws_mu;
+static std::unordered_map<uint64_t, Workspace> g_ws;
+
+static cudaError_t workspace(int dev, cudaStream_t s, size_t bytes, float **out)
+{
+    std::lock_guard<std::mutex> lock(g_ws_mu);
+    Workspace &w = g_ws[(uint64_t)(uintptr_t)s * 64 + (uint64_t)dev];
+    if (w.bytes < bytes) {
+        if (w.ptr) cudaFreeAsync(w.ptr, s);
+        w.ptr = nullptr;
+        w.bytes = 0;
+        const size_t grow = std::max(bytes, (size_t)4 << 20);
+        cudaError_t ce = cudaMallocAsync((void **)&w.ptr, grow, s);
+        if (ce != cudaSuccess) return ce;
+        w.bytes = grow;
+    }
+    *out = w.ptr;
+    return cudaSuccess;
+}
+
 static bool aligned16(const void *p, long long ld, int elem)
 {
     return ((uintptr_t)p % 16) == 0 && (ld * elem) % 16 == 0;
@@ -452,7 +480,7 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
     cudaError_t ce;
     if (splits > 1) {
         const size_t bytes = (size_t)splits * m * n * sizeof(float);
-        if ((ce = cudaMallocAsync((void **)&p.ws, bytes, s)) != cudaSuccess) {
+        if ((ce = workspace(d->id, s, bytes, &p.ws)) != cudaSuccess) {
             cudaGetLastError();
             return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm_ex: the split-K workspace (%zu bytes) could not be "
                            "allocated: %s", bytes, cudaGetErrorString(ce));
@@ -465,7 +493,6 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
                                                                 g->beta);
         ce = cudaGetLastError();
     }
-    if (p.ws) cudaFreeAsync(p.ws, s);
     if (ce != cudaSuccess)
         return vx_fail(VX_ERR_DEVICE, "dyn_gemm_ex: launching %s failed: %s", e.name, cudaGetErrorString(ce));
     if (desc && desc_len) snprintf(desc, desc_len, "%s,splitk=%d", e.name, splits);
