@@ -10,7 +10,8 @@
  *       fp16/bf16 fed by ldmatrix[.trans], m16n8k8 for tf32), or CUDA cores
  *       with a (WM/4) x (WN/8) FFMA register tile per thread.
  *
- * Ragged edges are handled in the loads (zero fill) and the stores
+ * Ragged edges are handled in the loads (zeros written to shared memory,
+ * never a read past the matrix, not even inside one 16-byte copy) and the stores
  * (predicated): the user's buffers are never padded. Unaligned operands
  * (a base pointer or leading dimension that is not a multiple of 16 bytes)
  * take a synchronous element-wise load path in the same kernel. */
@@ -109,18 +110,45 @@ __device__ __forceinline__ void load_tile(T *s, const T *g, long long ld, int r0
                 const int gr = r0 + r, gc = c0 + c;
                 int n = cols_end - gc;
                 n = gr < rows_end ? (n < 0 ? 0 : (n > VEC ? VEC : n)) : 0;
-                const T *src = n > 0 ? g + (long long)gr * ld + gc : g;
-                cp_async16(s + r * SLD + c, src, n * (int)sizeof(T));
+                T *dst = s + r * SLD + c;
+                if (n == VEC) {
+                    cp_async16(dst, g + (long long)gr * ld + gc, 16);
+                } else if (n == 0) {
+                    /* wholly outside the matrix: zeros, no global access at all */
+                    *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
+                } else {
+                    /* the matrix ends inside this vector: read only what is there
+                     * (a 16-byte copy could cross the end of the allocation) */
+                    const T *src = g + (long long)gr * ld + gc;
+#pragma unroll
+                    for (int e = 0; e < VEC; e++) dst[e] = e < n ? src[e] : (T)0.0f;
+                }
             }
         }
     } else {
+        /* Eight loads are issued before their stores, so they are in
+         * flight together (a load-store loop would wait out the memory
+         * latency once per element); eight keeps the registers the fast
+         * path needs. */
+        constexpr int PER = (ROWS * COLS + THREADS - 1) / THREADS;
+        constexpr int CHUNK = PER < 8 ? PER : 8;
 #pragma unroll 1
-        for (int e = (int)threadIdx.x; e < ROWS * COLS; e += THREADS) {
-            const int r = e / COLS, c = e % COLS;
-            const int gr = r0 + r, gc = c0 + c;
-            T x = (T)0.0f;
-            if (gr < rows_end && gc < cols_end) x = g[(long long)gr * ld + gc];
-            s[r * SLD + c] = x;
+        for (int i0 = 0; i0 < PER; i0 += CHUNK) {
+            T x[CHUNK];
+#pragma unroll
+            for (int i = 0; i < CHUNK; i++) {
+                const int e = (int)threadIdx.x + (i0 + i) * THREADS;
+                const int r = e / COLS, c = e % COLS;
+                const int gr = r0 + r, gc = c0 + c;
+                x[i] = (T)0.0f;
+                if (i0 + i < PER && e < ROWS * COLS && gr < rows_end && gc < cols_end)
+                    x[i] = g[(long long)gr * ld + gc];
+            }
+#pragma unroll
+            for (int i = 0; i < CHUNK; i++) {
+                const int e = (int)threadIdx.x + (i0 + i) * THREADS;
+                if (i0 + i < PER && e < ROWS * COLS) s[(e / COLS) * SLD + e % COLS] = x[i];
+            }
         }
     }
 }
