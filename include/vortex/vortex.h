@@ -96,6 +96,12 @@ VX_API vx_status vx_cuda_set_stream(void *stream);
 /* dyn_gemm with element types. When a, b and c are all device memory the call
  * runs on the GPU, asynchronously on the thread's stream (like cuBLAS);
  * when all are host memory it runs on the CPU; a mix is VX_ERR_INVALID_ARG.
+ * Only the operands the call reads count: with k == 0 or alpha == 0, A and B
+ * are not read (and may be NULL), so C alone decides. dyn_gemm routes the
+ * same way. Pinned host memory (cudaMallocHost) runs on the CPU, managed
+ * memory on the GPU. Sizes above 2^31-1 are VX_ERR_UNSUPPORTED on the GPU.
+ * Checks run in this order: enums, sizes, leading dimensions (m == 0 or
+ * n == 0 returns VX_OK here), where the operands live, the type combination.
  * Accumulation is fp32 always. Supported: a and b of one type; c F32, or c of
  * a's type. On the CPU only F32 (math mode ignored: the result is exact fp32).
  * VX_MATH_TF32 lets fp32 inputs use TF32 Tensor Cores on the GPU. Other

@@ -68,9 +68,11 @@ const vx_cuda_instance *vx_cuda_instance_get(int i);
 
 /* Selection override for tests, benchmarks and the tuner (process-wide):
  * instance >= 0 forces that instance (it must match the call's types and
- * layouts, else the call returns VX_ERR_UNSUPPORTED), splits >= 1 forces the
- * split-K factor, unit restricts the choice to one kind of core. Zeroed
- * (instance -1, splits 0, unit AUTO) by default. */
+ * layouts, else the call returns VX_ERR_UNSUPPORTED; with splits 0 a forced
+ * instance runs unsplit), splits >= 1 forces the split-K factor (lowered
+ * until no slice is empty), unit restricts the choice to one kind of core.
+ * Default: instance -1, splits 0, unit AUTO. Process-wide and meant for
+ * tests, benchmarks and tools, not for concurrent production callers. */
 typedef struct {
     int instance;
     int splits;
