@@ -441,12 +441,10 @@ static void call_cublas(const gcase *c, const dbufs *d, void *cbuf)
  * row-major C, A(i, p) = a[i*lda + p] (k-contiguous), B(p, j) = b[p*ldb + j]. */
 static vx_cuda_gemm_args explain_args(const gcase *c, const dbufs *d, void *cbuf)
 {
-    return (vx_cuda_gemm_args){.m = c->m, .n = c->n, .k = c->k, .alpha = 1.0f, .beta = 0.0f,
-                               .a = d->a, .lda = c->k, .a_kcontig = 1,
-                               .b = d->b, .ldb = c->n, .b_kcontig = 0,
-                               .c = cbuf, .ldc = c->n,
-                               .ab_type = dt_vx(c->dt), .c_type = dt_vx(c->dt),
-                               .math = c->dt == DT_TF32 ? VX_MATH_TF32 : VX_MATH_DEFAULT};
+    /* exactly the call call_vortex makes: row-major NN */
+    return vx_cuda_canonical(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, c->m, c->n, c->k, 1.0f, d->a, dt_vx(c->dt),
+                             c->k, d->b, c->n, 0.0f, cbuf, dt_vx(c->dt), c->n,
+                             c->dt == DT_TF32 ? VX_MATH_TF32 : VX_MATH_DEFAULT);
 }
 
 /* Read back m x n of cbuf as fp32 into out. */

@@ -65,6 +65,28 @@ static int valid_dtype(vx_dtype t) { return t == VX_F32 || t == VX_F16 || t == V
 static const char *dtype_name(vx_dtype t) { return t == VX_F16 ? "f16" : t == VX_BF16 ? "bf16" : "f32"; }
 static int dtype_bytes(vx_dtype t) { return t == VX_F32 ? 4 : 2; }
 
+vx_cuda_gemm_args vx_cuda_canonical(vx_layout layout, vx_transpose transa, vx_transpose transb,
+                                    int64_t m, int64_t n, int64_t k, float alpha,
+                                    const void *a, vx_dtype a_type, int64_t lda,
+                                    const void *b, int64_t ldb, float beta,
+                                    void *c, vx_dtype c_type, int64_t ldc, vx_math_mode math)
+{
+    const int ta = transa == VX_TRANS, tb = transb == VX_TRANS;
+    vx_cuda_gemm_args g;
+    g.alpha = alpha; g.beta = beta; g.c = c; g.ldc = ldc; g.k = k;
+    g.ab_type = a_type; g.c_type = c_type; g.math = math;
+    if (layout == VX_ROW_MAJOR) {
+        g.m = m; g.n = n;
+        g.a = a; g.lda = lda; g.a_kcontig = !ta;
+        g.b = b; g.ldb = ldb; g.b_kcontig = tb;
+    } else {
+        g.m = n; g.n = m;
+        g.a = b; g.lda = ldb; g.a_kcontig = !tb;
+        g.b = a; g.ldb = lda; g.b_kcontig = ta;
+    }
+    return g;
+}
+
 /* dyn_gemm and dyn_gemm_ex: checks, routing (host or device memory), the
  * canonical row-major problem, the run, the verbose line. */
 static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose transb,
@@ -144,19 +166,8 @@ static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa,
     char desc[160] = "scale";
     int threads = 1;
     if (on_gpu) {
-        /* Column-major computes C^T = op(B)^T op(A)^T, row-major with the same ldc. */
-        vx_cuda_gemm_args g;
-        g.alpha = alpha; g.beta = beta; g.c = c; g.ldc = ldc; g.k = k;
-        g.ab_type = at; g.c_type = ct; g.math = math;
-        if (rm) {
-            g.m = m; g.n = n;
-            g.a = a; g.lda = lda; g.a_kcontig = !ta;
-            g.b = b; g.ldb = ldb; g.b_kcontig = tb;
-        } else {
-            g.m = n; g.n = m;
-            g.a = b; g.lda = ldb; g.a_kcontig = !tb;
-            g.b = a; g.ldb = lda; g.b_kcontig = ta;
-        }
+        const vx_cuda_gemm_args g = vx_cuda_canonical(layout, transa, transb, m, n, k, alpha, a, at, lda,
+                                                      b, ldb, beta, c, ct, ldc, math);
         if ((s = vx_cuda_gemm(&g, desc, sizeof desc)) != VX_OK)
             return s;
         threads = 0;

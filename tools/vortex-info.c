@@ -204,16 +204,13 @@ static int explain_gpu(long long m, long long n, long long k, int col, int ta, i
                 vx_cuda_instance_count() ? "" : " (built without CUDA)");
         return 1;
     }
-    vx_cuda_gemm_args g = {0};
-    g.m = col ? n : m;
-    g.n = col ? m : n;
-    g.k = k;
-    g.alpha = 1.0f;
-    g.a_kcontig = col ? !tb : !ta;
-    g.b_kcontig = col ? ta : tb;
-    g.ab_type = !strcmp(dtype, "f16") ? VX_F16 : !strcmp(dtype, "bf16") ? VX_BF16 : VX_F32;
-    g.c_type = g.ab_type;
-    g.math = !strcmp(dtype, "tf32") ? VX_MATH_TF32 : VX_MATH_DEFAULT;
+    const vx_dtype t = !strcmp(dtype, "f16") ? VX_F16 : !strcmp(dtype, "bf16") ? VX_BF16 : VX_F32;
+    /* The leading dimensions do not enter the plan; the tightest ones do. */
+    const long long lda = col ? (ta ? k : m) : (ta ? m : k), ldb = col ? (tb ? n : k) : (tb ? k : n);
+    const vx_cuda_gemm_args g = vx_cuda_canonical(col ? VX_COL_MAJOR : VX_ROW_MAJOR, ta ? VX_TRANS : VX_NO_TRANS,
+                                                  tb ? VX_TRANS : VX_NO_TRANS, m, n, k, 1.0f, NULL, t, lda, NULL,
+                                                  ldb, 0.0f, NULL, t, col ? m : n,
+                                                  !strcmp(dtype, "tf32") ? VX_MATH_TF32 : VX_MATH_DEFAULT);
     vx_cuda_choice ch[6];
     const int got = vx_cuda_explain(&g, ch, 6);
     printf("explain:    gemm gpu %s %s%s %s m=%lld n=%lld k=%lld (wave times: %s)\n", col ? "col" : "row",

@@ -31,6 +31,16 @@ typedef struct {
     vx_math_mode math;
 } vx_cuda_gemm_args;
 
+/* The canonical problem of a dyn_gemm_ex call (the mapping api.c uses):
+ * row-major as given; column-major computes C^T = op(B)^T op(A)^T, row-major
+ * with the same ldc. No checks; tools and benchmarks use it to ask
+ * vx_cuda_explain about a call exactly as dyn_gemm_ex would see it. */
+vx_cuda_gemm_args vx_cuda_canonical(vx_layout layout, vx_transpose transa, vx_transpose transb,
+                                    int64_t m, int64_t n, int64_t k, float alpha,
+                                    const void *a, vx_dtype a_type, int64_t lda,
+                                    const void *b, int64_t ldb, float beta,
+                                    void *c, vx_dtype c_type, int64_t ldc, vx_math_mode math);
+
 /* 1 when built with CUDA and at least one device is visible. */
 int vx_cuda_available(void);
 
