@@ -155,3 +155,33 @@ void vx_tune_reset(void)
     atomic_store_explicit(&g_ready, 0, memory_order_release);
     pthread_mutex_unlock(&g_mu);
 }
+
+double vx_tune_median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            const double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
+void vx_tune_fit_line(const double *x, const double *y, int n, double *o, double *p)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        sx += x[i];
+        sy += y[i];
+        sxx += x[i] * x[i];
+        sxy += x[i] * y[i];
+    }
+    double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    double icpt = (sy - slope * sx) / n;
+    if (!(slope > 1e-6))
+        slope = y[n - 1] / x[n - 1];
+    if (icpt < 0)
+        icpt = 0;
+    *o = icpt;
+    *p = slope;
+}

@@ -115,6 +115,13 @@ const vx_tune *vx_tune_active(void);
  * defaults (<reason>)". */
 const char *vx_tune_source(void);
 
+/* Helpers every backend's install-time measurements share. */
+/* The median of v[0..n), n >= 1 (reorders v). */
+double vx_tune_median(double *v, int n);
+/* The least-squares line y = o + p*x through n >= 2 points; a slope
+ * <= 1e-6 falls back to the last point's y / x, a negative o to 0. */
+void vx_tune_fit_line(const double *x, const double *y, int n, double *o, double *p);
+
 /* Tests and tools: make the next vx_tune_active() reload (not thread-safe
  * against concurrent calls). */
 void vx_tune_reset(void);

@@ -22,6 +22,7 @@
 
 #include "analyzer/hw.h"
 #include "analyzer/plan.h"
+#include "analyzer/tune.h"
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
@@ -95,20 +96,10 @@ static double time_kernel(vx_ukernel_fn fn, int m, int nr, int64_t k, const l0_b
 /* Least-squares line through (k_i, t_i). */
 static vx_l0_rate fit(const double *t)
 {
-    double sk = 0, st = 0, skk = 0, skt = 0;
-    for (int i = 0; i < NK; i++) {
-        const double k = (double)k_points[i];
-        sk += k;
-        st += t[i];
-        skk += k * k;
-        skt += k * t[i];
-    }
-    double p = (NK * skt - sk * st) / (NK * skk - sk * sk);
-    double o = (st - p * sk) / NK;
-    if (p <= 1e-6)
-        p = t[NK - 1] / (double)k_points[NK - 1];
-    if (o < 0)
-        o = 0;
+    double k[NK], o, p;
+    for (int i = 0; i < NK; i++)
+        k[i] = (double)k_points[i];
+    vx_tune_fit_line(k, t, NK, &o, &p);
     return (vx_l0_rate){ (float)o, (float)p };
 }
 
@@ -252,17 +243,6 @@ static void empty_task(void *ctx, int tid, int n)
     (void)ctx;
     (void)tid;
     (void)n;
-}
-
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            const double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return v[n / 2];
 }
 
 /* --------------------------------------------------------------- all --- */
@@ -440,7 +420,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
                 vx_pool_run(empty_task, NULL, nt);
             v[i] = (now_ns() - t0) / 10;
         }
-        t->wake_warm_ns = nt > 1 ? median(v, SAMPLES) : 0;
+        t->wake_warm_ns = nt > 1 ? vx_tune_median(v, SAMPLES) : 0;
         const int wakes = o->quick ? 31 : 101;
         for (int i = 0; i < wakes; i++) {
             const struct timespec gap = { 0, 1000000 }; /* 1 ms: past the spin */
@@ -449,7 +429,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
             vx_pool_run(empty_task, NULL, nt);
             v[i] = now_ns() - t0;
         }
-        t->wake_ns = nt > 1 ? median(v, wakes) : 0;
+        t->wake_ns = nt > 1 ? vx_tune_median(v, wakes) : 0;
         float a = 0.5f, b = 0.25f, c = 0;
         for (int i = 0; i < 1000; i++)
             dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
@@ -459,7 +439,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
                 dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
             v[i] = (now_ns() - t0) / 100;
         }
-        t->call_ns = median(v, SAMPLES);
+        t->call_ns = vx_tune_median(v, SAMPLES);
         static const vx_path path_of_mode[3] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DIRECT };
         for (int mode = 0; mode < 3; mode++) {
             vx_gemm_plan forced;
@@ -473,7 +453,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
                 v[i] = (now_ns() - t0) / 100;
             }
             vx_plan_set_override(NULL);
-            t->mode_call_ns[mode] = median(v, SAMPLES);
+            t->mode_call_ns[mode] = vx_tune_median(v, SAMPLES);
         }
 
     }

@@ -84,12 +84,6 @@ template <class T> __global__ void fill_random(T *p, long long n, unsigned seed)
     }
 }
 
-static double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 } // namespace vx
 
 using namespace vx;
@@ -177,17 +171,10 @@ extern "C" vx_status vx_cuda_tune(const char *path, int quick, void (*progress)(
                 if (r >= 0) t.push_back(ms * 1e6);
             }
             xs.push_back(k);
-            ys.push_back(median(t));
+            ys.push_back(vx_tune_median(t.data(), (int)t.size()));
         }
-        /* least squares o + p*K */
-        double sx = 0, sy = 0, sxx = 0, sxy = 0, nn = (double)xs.size();
-        for (size_t j = 0; j < xs.size(); j++) {
-            sx += xs[j]; sy += ys[j]; sxx += xs[j] * xs[j]; sxy += xs[j] * ys[j];
-        }
-        double slope = (nn * sxy - sx * sy) / (nn * sxx - sx * sx);
-        double icpt = (sy - slope * sx) / nn;
-        if (!(slope > 0)) slope = ys.back() / xs.back();
-        if (!(icpt > 0)) icpt = 0;
+        double icpt, slope;
+        vx_tune_fit_line(xs.data(), ys.data(), (int)xs.size(), &icpt, &slope);
         json_object_set_new(inst, e.name, json_pack("[f, f]", icpt, slope));
         d->wave[i].o_ns = (float)icpt;
         d->wave[i].p_ns = (float)slope;
