@@ -165,10 +165,11 @@ static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa,
     const double t0 = verbose ? now_us() : 0.0;
     char desc[160] = "scale";
     int threads = 1;
+    /* One canonical problem (C row-major) for either backend. */
+    const vx_cuda_gemm_args cg = vx_cuda_canonical(layout, transa, transb, m, n, k, alpha, a, at, lda,
+                                                   b, ldb, beta, c, ct, ldc, math);
     if (on_gpu) {
-        const vx_cuda_gemm_args g = vx_cuda_canonical(layout, transa, transb, m, n, k, alpha, a, at, lda,
-                                                      b, ldb, beta, c, ct, ldc, math);
-        if ((s = vx_cuda_gemm(&g, desc, sizeof desc)) != VX_OK)
+        if ((s = vx_cuda_gemm(&cg, desc, sizeof desc)) != VX_OK)
             return s;
         threads = 0;
     } else {
@@ -176,22 +177,15 @@ static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa,
         if (isa < 0)
             return vx_fail(VX_ERR_UNSUPPORTED, "%s: this CPU has neither AVX2+FMA nor AVX-512; "
                            "Vortex needs one of them", fn);
-        /* Canonical problem: C row-major with unit column stride. */
+        /* The canonical problem as the strides the CPU driver takes. */
         vx_gemm_args g = {0};
         g.alpha = alpha;
         g.beta = beta;
         g.c = c;
         g.c_rs = ldc;
-        g.k = k;
-        if (rm) {
-            g.m = m; g.n = n;
-            g.a = a; g.a_rs = ta ? 1 : lda; g.a_cs = ta ? lda : 1;
-            g.b = b; g.b_rs = tb ? 1 : ldb; g.b_cs = tb ? ldb : 1;
-        } else {
-            g.m = n; g.n = m;
-            g.a = b; g.a_rs = tb ? 1 : ldb; g.a_cs = tb ? ldb : 1;
-            g.b = a; g.b_rs = ta ? 1 : lda; g.b_cs = ta ? lda : 1;
-        }
+        g.m = cg.m; g.n = cg.n; g.k = k;
+        g.a = cg.a; g.a_rs = cg.a_kcontig ? cg.lda : 1; g.a_cs = cg.a_kcontig ? 1 : cg.lda;
+        g.b = cg.b; g.b_rs = cg.b_kcontig ? 1 : cg.ldb; g.b_cs = cg.b_kcontig ? cg.ldb : 1;
         if (!reads_ab) {
             scale_c(g.m, g.n, beta, g.c, g.c_rs);
         } else {
