@@ -127,14 +127,23 @@ vt_case vt_case_make(int64_t m, int64_t n, int64_t k)
     return c;
 }
 
+void vt_min_lds(vx_layout l, vx_transpose ta, vx_transpose tb, int64_t m, int64_t n, int64_t k,
+                int64_t *lda, int64_t *ldb, int64_t *ldc)
+{
+    int64_t r, c;
+    vt_a_dims(ta, m, k, &r, &c);
+    *lda = vt_min_ld(l, r, c);
+    vt_b_dims(tb, k, n, &r, &c);
+    *ldb = vt_min_ld(l, r, c);
+    *ldc = vt_min_ld(l, m, n);
+}
+
 static void case_lds(const vt_case *c, int64_t *lda, int64_t *ldb, int64_t *ldc)
 {
-    int64_t ar, ac, br, bc;
-    vt_a_dims(c->ta, c->m, c->k, &ar, &ac);
-    vt_b_dims(c->tb, c->k, c->n, &br, &bc);
-    *lda = vt_min_ld(c->layout, ar, ac) + c->lda_pad;
-    *ldb = vt_min_ld(c->layout, br, bc) + c->ldb_pad;
-    *ldc = vt_min_ld(c->layout, c->m, c->n) + c->ldc_pad;
+    vt_min_lds(c->layout, c->ta, c->tb, c->m, c->n, c->k, lda, ldb, ldc);
+    *lda += c->lda_pad;
+    *ldb += c->ldb_pad;
+    *ldc += c->ldc_pad;
 }
 
 void vt_describe(const vt_case *c, char *buf, size_t len)

@@ -30,6 +30,9 @@ int64_t vt_index(vx_layout layout, int64_t i, int64_t j, int64_t ld);
 /* Stored (not op()) dimensions of A and B for a call. */
 void vt_a_dims(vx_transpose ta, int64_t m, int64_t k, int64_t *rows, int64_t *cols);
 void vt_b_dims(vx_transpose tb, int64_t k, int64_t n, int64_t *rows, int64_t *cols);
+/* The smallest valid leading dimensions of a call's A, B and C. */
+void vt_min_lds(vx_layout l, vx_transpose ta, vx_transpose tb, int64_t m, int64_t n, int64_t k,
+                int64_t *lda, int64_t *ldb, int64_t *ldc);
 
 /* ---- sentinels ---- */
 /* A quiet NaN whose payload depends on the position (so a shifted copy or a

@@ -149,12 +149,10 @@ vtx_case vtx_case_make(int64_t m, int64_t n, int64_t k)
 
 void vtx_case_lds(const vtx_case *c, int64_t *lda, int64_t *ldb, int64_t *ldc)
 {
-    int64_t ar, ac, br, bc;
-    vt_a_dims(c->ta, c->m, c->k, &ar, &ac);
-    vt_b_dims(c->tb, c->k, c->n, &br, &bc);
-    *lda = vt_min_ld(c->layout, ar, ac) + c->lda_pad;
-    *ldb = vt_min_ld(c->layout, br, bc) + c->ldb_pad;
-    *ldc = vt_min_ld(c->layout, c->m, c->n) + c->ldc_pad;
+    vt_min_lds(c->layout, c->ta, c->tb, c->m, c->n, c->k, lda, ldb, ldc);
+    *lda += c->lda_pad;
+    *ldb += c->ldb_pad;
+    *ldc += c->ldc_pad;
 }
 
 void vtx_describe(const vtx_case *c, char *buf, size_t len)

@@ -284,12 +284,7 @@ static call valid_call(vx_layout l, vx_transpose ta, vx_transpose tb, int64_t m,
     q.m = m;
     q.n = n;
     q.k = k;
-    int64_t r, c;
-    vt_a_dims(ta, m, k, &r, &c);
-    q.lda = vt_min_ld(l, r, c);
-    vt_b_dims(tb, k, n, &r, &c);
-    q.ldb = vt_min_ld(l, r, c);
-    q.ldc = vt_min_ld(l, m, n);
+    vt_min_lds(l, ta, tb, m, n, k, &q.lda, &q.ldb, &q.ldc);
     q.at = q.bt = q.ct = VX_F32;
     q.math = VX_MATH_DEFAULT;
     return q;
