@@ -401,3 +401,29 @@ const char *bench_dnnl_runtime_name(unsigned rt)
     default: return "unknown";
     }
 }
+
+int bench_quick_pick(const double *gflop, int n, double max_gflop, int max_cases,
+                     unsigned char *keep)
+{
+    int eligible = 0, kept = 0;
+    for (int i = 0; i < n; i++) {
+        keep[i] = 0;
+        eligible += gflop[i] <= max_gflop;
+    }
+    if (eligible == 0 || max_cases < 1)
+        return 0;
+    /* The j-th pick is eligible case number round(j * (eligible-1) / (picks-1)). */
+    const int picks = eligible < max_cases ? eligible : max_cases;
+    for (int j = 0, e = 0, i = 0; j < picks && i < n; i++) {
+        if (!(gflop[i] <= max_gflop))
+            continue;
+        int want = picks == 1 ? 0 : (int)(((int64_t)j * (eligible - 1) + (picks - 1) / 2) / (picks - 1));
+        if (e == want) {
+            keep[i] = 1;
+            kept++;
+            j++;
+        }
+        e++;
+    }
+    return kept;
+}

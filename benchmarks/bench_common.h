@@ -76,4 +76,13 @@ int bench_restrict_affinity(int n);
  * ("TBB", "SYCL", ...); the numbers are oneDNN's DNNL_RUNTIME_* values. */
 const char *bench_dnnl_runtime_name(unsigned rt);
 
+/* The --quick subset of a suite read from a file, the same rule in every
+ * runner: among the cases of at most max_gflop, up to max_cases spread
+ * evenly over the file's order (first and last eligible included). Sets
+ * keep[i] to 1 or 0 for each of the n cases; returns how many are kept. */
+#define BENCH_QUICK_FILE_CASES 12
+#define BENCH_QUICK_FILE_GFLOP 4.0
+int bench_quick_pick(const double *gflop, int n, double max_gflop, int max_cases,
+                     unsigned char *keep);
+
 #endif

@@ -37,6 +37,7 @@
 #ifdef HAVE_DNNL
 #include <dnnl.h>
 #endif
+#include "bench_dnnl.h"
 #ifdef HAVE_TBB_ARENA
 int vxb_tbb_arena_init(int threads);
 void vxb_tbb_arena_run(void (*fn)(void *), void *arg);
@@ -398,6 +399,7 @@ static int parse_spec(const char *text, const char *suite, const char *defname, 
  * suite is named after the file (without directory and extension). */
 static int suite_file(case_list *l, const char *path)
 {
+    const int first = l->n;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -435,6 +437,20 @@ static int suite_file(case_list *l, const char *path)
         fprintf(stderr, "%s: no cases\n", path);
         exit(2);
     }
+    /* The --quick subset: the rule every runner applies to suite files. */
+    double *gf = malloc((size_t)added * sizeof *gf);
+    unsigned char *keep = malloc((size_t)added);
+    if (!gf || !keep) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < added; i++)
+        gf[i] = case_flops(&l->v[first + i]) * 1e-9;
+    bench_quick_pick(gf, added, BENCH_QUICK_FILE_GFLOP, BENCH_QUICK_FILE_CASES, keep);
+    for (int i = 0; i < added; i++)
+        l->v[first + i].quick = keep[i];
+    free(gf);
+    free(keep);
     return 0;
 }
 
@@ -530,7 +546,8 @@ static void usage(FILE *f)
 "                                  at batch 1 and 8; --quick: batch 1\n"
 "                    all         resnet50,cnn-random,mobilenet-dw,small\n"
 "                    or a file path: one case per line as in --shape, '#'\n"
-"                    starts a comment; the suite is named after the file\n"
+"                    starts a comment; the suite is named after the file;\n"
+"                    --quick: of its cases <= %.0f GFLOP, %d spread evenly\n"
 "  --shape SPEC      one case (repeatable, suite 'shape'): KEY=VALUE pairs\n"
 "                    separated by commas or spaces: n c h w k r s (w defaults to\n"
 "                    h, s to r), stride pad dil (both directions) or stride_h\n"
@@ -643,7 +660,8 @@ static void usage(FILE *f)
             N_RESNET_LAYERS, N_RESNET_LAYERS * (int)(sizeof resnet_batches / sizeof *resnet_batches),
             RESNET_QUICK_BATCH_A, RESNET_QUICK_BATCH_B, CNN_RANDOM_COUNT,
             (unsigned long long)CNN_RANDOM_SEED, CNN_RANDOM_MAX_GFLOP,
-            (long long)(CNN_RANDOM_MAX_ELEMS >> 20), CNN_RANDOM_QUICK_GFLOP);
+            (long long)(CNN_RANDOM_MAX_ELEMS >> 20), CNN_RANDOM_QUICK_GFLOP,
+            BENCH_QUICK_FILE_GFLOP, BENCH_QUICK_FILE_CASES);
 }
 
 static int parse_libs(const char *s, int explicit_libs)
@@ -1722,41 +1740,6 @@ static const char *dnnl_isa_name(dnnl_cpu_isa_t isa)
 #endif
 
 __attribute__((unused)) static char dnnl_thread_note[160] = "";
-__attribute__((unused)) static char dnnl_runtime_note[1200] = "";
-
-/* A oneDNN whose CPU runtime is SYCL (the PyPI wheels) runs its CPU engine on
- * a SYCL CPU device, i.e. the OpenCL CPU runtime (PyPI intel-opencl-rt). Its
- * ICD file there names a path that does not exist, so unless the
- * environment says otherwise, point the OpenCL loader at libintelocl.so next
- * to libdnnl. Must run before the first oneDNN engine is created. */
-static void dnnl_runtime_setup(void)
-{
-#if defined(HAVE_DNNL) && defined(DNNL_CPU_RUNTIME) && DNNL_CPU_RUNTIME == DNNL_RUNTIME_SYCL
-    const char *cur = getenv("OCL_ICD_FILENAMES");
-    if (cur && *cur) {
-        snprintf(dnnl_runtime_note, sizeof dnnl_runtime_note,
-                 "CPU runtime SYCL (OpenCL CPU device; OCL_ICD_FILENAMES=%s from the "
-                 "environment)", cur);
-        return;
-    }
-#ifdef BENCH_DNNL_LIBDIR
-    char path[1024];
-    snprintf(path, sizeof path, "%s/libintelocl.so", BENCH_DNNL_LIBDIR);
-    if (access(path, R_OK) == 0) {
-        setenv("OCL_ICD_FILENAMES", path, 1);
-        snprintf(dnnl_runtime_note, sizeof dnnl_runtime_note,
-                 "CPU runtime SYCL (OpenCL CPU device; OCL_ICD_FILENAMES set to %s)", path);
-        return;
-    }
-#endif
-    snprintf(dnnl_runtime_note, sizeof dnnl_runtime_note,
-             "CPU runtime SYCL (needs an OpenCL CPU device: set OCL_ICD_FILENAMES to "
-             "libintelocl.so if the engine cannot be created)");
-#elif defined(HAVE_DNNL)
-    snprintf(dnnl_runtime_note, sizeof dnnl_runtime_note, "CPU runtime native");
-#endif
-}
-
 /* Must run before the first call into oneDNN. */
 static void setup_threads(int threads)
 {

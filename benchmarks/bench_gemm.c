@@ -1,12 +1,16 @@
-/* vortex-bench-gemm: Vortex dyn_gemm against oneDNN dnnl_sgemm and MKL
- * cblas_sgemm (each where the build found it), fp32, row-major.
+/* vortex-bench-gemm: Vortex dyn_gemm against oneDNN (dnnl_sgemm, and the
+ * matmul primitive with runtime dimensions) and MKL cblas_sgemm, each where
+ * the build found it, fp32, row-major.
  *
- * Per case: 64-byte aligned buffers, random data, one checked call per
- * library (Vortex must match the baselines within --tol relative Frobenius),
- * warm-up, then repetitions interleaved across libraries (rotating which goes
- * first), each repetition timing a batch of back-to-back calls so that a
- * sample lasts at least --min-sample-ms; the reported time is the median of
- * the per-call times. See --help and NOTES.md. */
+ * Steady mode, per case: 64-byte aligned buffers, random data, one checked
+ * call per library (Vortex must match the baselines within --tol relative
+ * Frobenius), warm-up, then repetitions interleaved across libraries
+ * (rotating which goes first), each repetition timing a batch of back-to-back
+ * calls so that a sample lasts at least --min-sample-ms; the reported time is
+ * the median of the per-call times.
+ * Dynamic mode, per suite: the cases in a fresh shuffled order each pass,
+ * every library called once per case and pass, each call timed alone; the
+ * median over the passes. See --help and NOTES.md. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -28,6 +32,7 @@
 #ifdef HAVE_DNNL
 #include <dnnl.h>
 #endif
+#include "bench_dnnl.h"
 #ifdef HAVE_MKL
 #include <mkl.h>
 #endif
@@ -39,13 +44,17 @@ int vxb_tbb_default_concurrency(void);
 
 /* ---- libraries ---------------------------------------------------------- */
 
-enum { L_VX, L_DNNL, L_MKL, NLIB };
-static const char *const lib_name[NLIB] = {"vortex", "dnnl", "mkl"};
+/* dnnl = dnnl_sgemm; dnnl_matmul = the matmul primitive created once per
+ * transpose pair with runtime M, N, K (oneDNN's own dynamic-shape path). */
+enum { L_VX, L_DNNL, L_MM, L_MKL, NLIB };
+static const char *const lib_name[NLIB] = {"vortex", "dnnl", "dnnl_matmul", "mkl"};
 static const int lib_built[NLIB] = {
     1,
 #ifdef HAVE_DNNL
     1,
+    1,
 #else
+    0,
     0,
 #endif
 #ifdef HAVE_MKL
@@ -56,6 +65,9 @@ static const int lib_built[NLIB] = {
 };
 static int lib_on[NLIB];
 static int dnnl_in_arena __attribute__((unused)); /* dnnl calls run in the TBB arena */
+
+enum { MODE_STEADY, MODE_DYNAMIC };
+static const char *const mode_name[2] = {"steady", "dynamic"};
 
 /* ---- cases -------------------------------------------------------------- */
 
@@ -165,9 +177,13 @@ static int parse_mode(const char *s, char *ta, char *tb)
     return 0;
 }
 
-/* A suite file: one case per line, "M N K [MODE [NAME]]", '#' comments. */
+static int g_quick_files; /* --quick: file suites keep their quick subset */
+
+/* A suite file: one case per line, "M N K [MODE [NAME]]", '#' comments.
+ * With --quick, only bench_quick_pick's subset of it. */
 static int suite_file(case_list *l, const char *path)
 {
+    const int first = l->n;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -205,6 +221,26 @@ static int suite_file(case_list *l, const char *path)
     if (!added) {
         fprintf(stderr, "%s: no cases\n", path);
         exit(2);
+    }
+    if (g_quick_files) {
+        double *gf = malloc((size_t)added * sizeof *gf);
+        unsigned char *keep = malloc((size_t)added);
+        if (!gf || !keep) {
+            fprintf(stderr, "out of memory\n");
+            exit(1);
+        }
+        for (int i = 0; i < added; i++) {
+            const bcase *c = &l->v[first + i];
+            gf[i] = 2.0 * (double)c->m * (double)c->n * (double)c->k * 1e-9;
+        }
+        bench_quick_pick(gf, added, BENCH_QUICK_FILE_GFLOP, BENCH_QUICK_FILE_CASES, keep);
+        int w = first;
+        for (int i = 0; i < added; i++)
+            if (keep[i])
+                l->v[w++] = l->v[first + i];
+        l->n = w;
+        free(gf);
+        free(keep);
     }
     return 0;
 }
@@ -245,6 +281,9 @@ typedef struct {
     float alpha, beta;
     uint64_t seed;
     int list;
+    int modes;            /* bit MODE_STEADY / MODE_DYNAMIC */
+    int passes;           /* dynamic: passes over the shuffled suite */
+    double case_s;        /* steady: cap on one case's measured time */
 } options;
 
 static void usage(FILE *f)
@@ -252,10 +291,10 @@ static void usage(FILE *f)
     fprintf(f,
 "usage: vortex-bench-gemm [options]\n"
 "\n"
-"Times Vortex dyn_gemm against oneDNN dnnl_sgemm and MKL cblas_sgemm (the ones\n"
-"this build found; see the header it prints), fp32, row-major, C = alpha*op(A)*op(B)\n"
-"+ beta*C with alpha=1, beta=0 unless told. Every library runs with the same thread\n"
-"count.\n"
+"Times Vortex dyn_gemm against oneDNN (dnnl_sgemm, and the matmul primitive\n"
+"with runtime dimensions) and MKL cblas_sgemm (the ones this build found; see\n"
+"the header it prints), fp32, row-major, C = alpha*op(A)*op(B) + beta*C with\n"
+"alpha=1, beta=0 unless told. Every library runs with the same thread count.\n"
 "\n"
 "what to run (default: --suite square,bert,small):\n"
 "  --suite LIST      comma list of suites:\n"
@@ -270,8 +309,14 @@ static void usage(FILE *f)
 "                    '#' starts a comment; the suite is named after the file\n"
 "  --shape M N K     one case (repeatable); MODE from the last --trans\n"
 "  --trans MODE      NN, NT, TN or TT for the following --shape (default NN)\n"
-"  --libs LIST       libraries to time among vortex,dnnl,mkl (default: all found;\n"
-"                    vortex always runs)\n"
+"  --libs LIST       libraries to time among vortex,dnnl,dnnl_matmul,mkl\n"
+"                    (default: all found; vortex always runs). dnnl is\n"
+"                    dnnl_sgemm; dnnl_matmul is the matmul primitive made once\n"
+"                    per transpose pair with DNNL_RUNTIME_DIM_VAL for M, N, K\n"
+"                    (creation never timed); each call binds memory objects\n"
+"                    to the buffers (steady: once per case; dynamic: per call),\n"
+"                    executes and waits. Only with alpha=1, beta=0\n"
+"  --mode M          steady, dynamic or both (default both)\n"
 "  --list            print the cases and exit\n"
 "\n"
 "how:\n"
@@ -281,7 +326,9 @@ static void usage(FILE *f)
 "                    tbb::task_arena(N) (OpenMP runtime -> OMP_NUM_THREADS);\n"
 "                    MKL: mkl_set_num_threads\n"
 "  --quick           less time per case: target 0.01 s per library, 1 ms\n"
-"                    samples, 2 ms warm-up, 1000 us gap; still >= 5 repetitions\n"
+"                    samples, 2 ms warm-up, 1000 us gap; still >= 5 repetitions;\n"
+"                    a suite FILE keeps a deterministic subset: of its cases of\n"
+"                    at most %.0f GFLOP, %d spread evenly over the file\n"
 "  --target-seconds S  time per library per case (default 0.25; --quick 0.01)\n"
 "  --min-reps N      minimum repetitions (default 5); --max-reps N (default 2000)\n"
 "  --min-sample-ms T back-to-back calls per sample until a sample lasts T ms\n"
@@ -290,6 +337,18 @@ static void usage(FILE *f)
 "  --gap-us U        idle time between samples of different libraries when\n"
 "                    threads > 1, so one library's spinning workers do not eat\n"
 "                    into the next one's time (default 2000, --quick 1000)\n"
+"  --case-seconds S  steady: cap on one case's measured time (all libraries;\n"
+"                    default 20, --quick 2); repetitions are cut to fit, down\n"
+"                    to one (the giant cases then run once each)\n"
+"  dynamic mode      per suite: the cases in a shuffled order (a fresh order\n"
+"                    per pass, from --seed), every library called once per\n"
+"                    case and pass, each call timed alone, as a server whose\n"
+"                    shapes change from call to call sees them; reported: the\n"
+"                    median over the passes. Buffers are shared by the suite's\n"
+"                    cases (sized for the largest). Every library keeps what\n"
+"                    it caches (Vortex its plan cache: hits from the second\n"
+"                    pass on); the first pass's outputs are checked\n"
+"  --passes N        dynamic: passes over the suite (default 5, --quick 3)\n"
 "  --max-seconds S   stop cleanly (exit 0) once S seconds have been spent; the\n"
 "                    cases not run are listed as skipped\n"
 "  --alpha A --beta B  scalars (default 1 and 0)\n"
@@ -304,13 +363,14 @@ static void usage(FILE *f)
 "                    vortex-fma-peak) and print Vortex's GFLOP/s\n"
 "                    as %% of it\n"
 "  --csv FILE        write one row per case and library:\n"
-"                    suite,case,m,n,k,library,mode,threads,time_us,gflops,ratio,\n"
-"                    batch,reps,rel_err,first_call_us\n"
-"                    mode = op(A)op(B) (NN...); time_us = median per-call time;\n"
-"                    ratio = Vortex GFLOP/s / this library's GFLOP/s (>1: Vortex\n"
-"                    faster; 1 on Vortex rows); batch = calls per sample;\n"
-"                    rel_err = Vortex vs this library (0 on Vortex rows);\n"
-"                    first_call_us = the very first call for the shape\n"
+"                    suite,case,m,n,k,op,library,mode,threads,time_us,gflops,\n"
+"                    speedup,batch,reps,rel_err,first_call_us\n"
+"                    op = op(A)op(B) (NN...); mode = steady or dynamic;\n"
+"                    time_us = median per-call time; speedup = this library's\n"
+"                    time / Vortex's (>1: Vortex faster; 1 on Vortex rows);\n"
+"                    batch = calls per sample; reps = repetitions (dynamic:\n"
+"                    passes); rel_err = Vortex vs this library (0 on Vortex\n"
+"                    rows); first_call_us = the very first call for the shape\n"
 "  -h, --help        this text\n"
 "\n"
 "The table per case: shape, op, GFLOP/s per library, ratio = Vortex/baseline,\n"
@@ -319,12 +379,12 @@ static void usage(FILE *f)
 "\n"
 "Environment: KMP_BLOCKTIME is set to 1 (ms) when unset, so MKL's OpenMP\n"
 "workers stop spinning before the next library's sample; MKL_THREADING_LAYER\n"
-"and VORTEX_NUM_THREADS are honoured.\n");
+"and VORTEX_NUM_THREADS are honoured.\n", BENCH_QUICK_FILE_GFLOP, BENCH_QUICK_FILE_CASES);
 }
 
 static int parse_libs(const char *s, int explicit_libs)
 {
-    int on[NLIB] = {1, 0, 0};
+    int on[NLIB] = {1, 0, 0, 0};
     char buf[128];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -377,9 +437,115 @@ typedef struct {
     int64_t lda, ldb, ldc;
     float alpha, beta;
     long batch;
+    int dynamic;      /* dnnl_matmul: bind memory objects inside every call */
     int failed;       /* a call returned an error */
     char err[256];
+#ifdef HAVE_DNNL
+    dnnl_memory_t mem[3]; /* dnnl_matmul steady: A, B, C bound once per case */
+#endif
 } call_ctx;
+
+static void call_failed(call_ctx *x, const char *fmt, const char *what, int code)
+{
+    if (x->failed)
+        return;
+    x->failed = 1;
+    snprintf(x->err, sizeof x->err, fmt, what, code);
+}
+
+/* ---- oneDNN matmul with runtime dimensions ------------------------------ */
+
+#ifdef HAVE_DNNL
+static dnnl_engine_t g_eng;
+static dnnl_stream_t g_stream;
+static dnnl_primitive_t g_matmul[2][2]; /* [transa][transb], made on first use */
+
+/* A 2-D f32 descriptor: dims rows x cols of the logical operand; 'ba' is its
+ * transpose stored row-major (the leading dimension is then rows). */
+static dnnl_status_t matmul_md(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int trans)
+{
+    dnnl_dims_t d = {rows, cols};
+    return dnnl_memory_desc_create_with_tag(md, 2, d, dnnl_f32, trans ? dnnl_ba : dnnl_ab);
+}
+
+/* The primitive for one transpose pair, M, N and K left to run time. */
+static dnnl_status_t matmul_prepare(char ta, char tb)
+{
+    dnnl_primitive_t *p = &g_matmul[ta == 'T'][tb == 'T'];
+    if (*p)
+        return dnnl_success;
+    const int64_t rt = DNNL_RUNTIME_DIM_VAL;
+    dnnl_memory_desc_t a = NULL, b = NULL, c = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = matmul_md(&a, rt, rt, ta == 'T');
+    if (st == dnnl_success)
+        st = matmul_md(&b, rt, rt, tb == 'T');
+    if (st == dnnl_success)
+        st = matmul_md(&c, rt, rt, 0);
+    if (st == dnnl_success)
+        st = dnnl_matmul_primitive_desc_create(&pd, g_eng, a, b, NULL, c, NULL);
+    if (st == dnnl_success)
+        st = dnnl_primitive_create(p, pd);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_memory_desc_destroy(a);
+    dnnl_memory_desc_destroy(b);
+    dnnl_memory_desc_destroy(c);
+    return st;
+}
+
+static void matmul_unbind(call_ctx *x)
+{
+    for (int i = 0; i < 3; i++) {
+        dnnl_memory_destroy(x->mem[i]);
+        x->mem[i] = NULL;
+    }
+}
+
+/* Memory objects over the caller's buffers at this call's shape: what a
+ * caller of a runtime-dimension primitive does for every new shape. The
+ * runner's leading dimensions are the tight ones the tags imply. */
+static dnnl_status_t matmul_bind(call_ctx *x)
+{
+    const bcase *c = x->c;
+    dnnl_memory_desc_t md[3] = {NULL, NULL, NULL};
+    dnnl_status_t st = matmul_md(&md[0], c->m, c->k, c->ta == 'T');
+    if (st == dnnl_success)
+        st = matmul_md(&md[1], c->k, c->n, c->tb == 'T');
+    if (st == dnnl_success)
+        st = matmul_md(&md[2], c->m, c->n, 0);
+    void *ptr[3] = {(void *)x->a, (void *)x->b, x->cbuf};
+    for (int i = 0; i < 3 && st == dnnl_success; i++)
+        st = dnnl_memory_create(&x->mem[i], md[i], g_eng, ptr[i]);
+    for (int i = 0; i < 3; i++)
+        dnnl_memory_desc_destroy(md[i]);
+    if (st != dnnl_success)
+        matmul_unbind(x);
+    return st;
+}
+
+static void matmul_calls(call_ctx *x)
+{
+    dnnl_primitive_t prim = g_matmul[x->c->ta == 'T'][x->c->tb == 'T'];
+    for (long i = 0; i < x->batch; i++) {
+        dnnl_status_t st = dnnl_success;
+        if (x->dynamic || !x->mem[0])
+            st = matmul_bind(x);
+        if (st != dnnl_success) {
+            call_failed(x, "%s: status %d", "dnnl_memory_create", (int)st);
+            return;
+        }
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, x->mem[0]}, {DNNL_ARG_WEIGHTS, x->mem[1]},
+                                   {DNNL_ARG_DST, x->mem[2]}};
+        st = dnnl_primitive_execute(prim, g_stream, 3, args);
+        if (st == dnnl_success)
+            st = dnnl_stream_wait(g_stream);
+        if (st != dnnl_success)
+            call_failed(x, "%s: status %d", "dnnl matmul execute", (int)st);
+        if (x->dynamic)
+            matmul_unbind(x);
+    }
+}
+#endif
 
 static void run_batch(void *p)
 {
@@ -405,11 +571,12 @@ static void run_batch(void *p)
         for (long i = 0; i < x->batch; i++) {
             dnnl_status_t s = dnnl_sgemm(c->ta, c->tb, c->m, c->n, c->k, x->alpha, x->a, x->lda,
                                          x->b, x->ldb, x->beta, x->cbuf, x->ldc);
-            if (s != dnnl_success && !x->failed) {
-                x->failed = 1;
-                snprintf(x->err, sizeof x->err, "dnnl_sgemm: status %d", (int)s);
-            }
+            if (s != dnnl_success)
+                call_failed(x, "%s: status %d", "dnnl_sgemm", (int)s);
         }
+        break;
+    case L_MM:
+        matmul_calls(x);
         break;
 #endif
 #ifdef HAVE_MKL
@@ -433,7 +600,7 @@ static double timed_batch(call_ctx *x)
 {
     double t0 = bench_now();
 #ifdef HAVE_TBB_ARENA
-    if (x->lib == L_DNNL && dnnl_in_arena)
+    if ((x->lib == L_DNNL || x->lib == L_MM) && dnnl_in_arena)
         vxb_tbb_arena_run(run_batch, x);
     else
 #endif
@@ -499,7 +666,8 @@ typedef struct {
     double gflops[NLIB];
     double relerr[NLIB];  /* Vortex vs this library (vs naive in [L_VX]) */
     long batch[NLIB];
-    int reps;
+    int reps;             /* steady: repetitions; dynamic: passes */
+    int capped;           /* steady: repetitions cut by --case-seconds */
     int verified;         /* 1 checked, 0 no reference */
     int mismatch;
     int failed;
@@ -544,6 +712,14 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
     for (int l = 0; l < NLIB; l++) {
         if (!lib_on[l])
             continue;
+#ifdef HAVE_DNNL
+        ctx[l].mem[0] = ctx[l].mem[1] = ctx[l].mem[2] = NULL;
+        if (l == L_MM) {
+            dnnl_status_t st = matmul_prepare(c->ta, c->tb);
+            if (st != dnnl_success)
+                call_failed(&ctx[l], "%s: status %d", "dnnl matmul primitive creation", (int)st);
+        }
+#endif
         r->first_s[l] = timed_batch(&ctx[l]);
         if (ctx[l].failed) {
             printf("  ERROR %s %s: %s\n", c->suite, c->name, ctx[l].err);
@@ -592,7 +768,8 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
                 best = t;
             calls++;
         } while (!over_budget() &&
-                 (calls < 2 || (bench_now() - t0 < o->warmup_s && calls < 100000)));
+                 (calls < (r->first_s[l] >= o->target_s ? 1 : 2) ||
+                  (bench_now() - t0 < o->warmup_s && calls < 100000)));
         est[l] = best > 1e-9 ? best : 1e-9;
         long bt = est[l] >= o->min_sample_s ? 1 : (long)ceil(o->min_sample_s / est[l]);
         r->batch[l] = bt < 1 ? 1 : (bt > 1000000 ? 1000000 : bt);
@@ -600,12 +777,13 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
     }
 
     /* 3. Repetitions, interleaved; rotation removes any fixed-order bias. */
-    double longest = 0;
+    double longest = 0, per_rep = 0;
     int on[NLIB], non = 0;
     for (int l = 0; l < NLIB; l++)
         if (lib_on[l]) {
             on[non++] = l;
             double s = est[l] * (double)r->batch[l];
+            per_rep += s;
             if (s > longest)
                 longest = s;
         }
@@ -614,6 +792,11 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
         reps = o->min_reps;
     if (reps > o->max_reps)
         reps = o->max_reps;
+    if (o->case_s > 0 && reps * per_rep > o->case_s) {
+        int cap = (int)floor(o->case_s / per_rep);
+        reps = cap < 1 ? 1 : cap;
+        r->capped = 1;
+    }
     double *samples = calloc((size_t)reps * NLIB, sizeof *samples);
     const double gap = (threads > 1 && non > 1) ? o->gap_us : 0;
     int done = 0;
@@ -645,6 +828,10 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
     }
     r->ran = 1;
     free(samples);
+#ifdef HAVE_DNNL
+    if (lib_on[L_MM])
+        matmul_unbind(&ctx[L_MM]);
+#endif
     for (int l = 0; l < NLIB; l++)
         free(cb[l]);
     free(a);
@@ -652,11 +839,131 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
     free(c0);
 }
 
+/* ---- dynamic mode: one suite ------------------------------------------- */
+
+static void case_dims(const bcase *c, int64_t *asz, int64_t *bsz, int64_t *csz, int64_t ld[3])
+{
+    const int64_t acols = c->ta == 'N' ? c->k : c->m, bcols = c->tb == 'N' ? c->n : c->k;
+    ld[0] = acols > 1 ? acols : 1;
+    ld[1] = bcols > 1 ? bcols : 1;
+    ld[2] = c->n > 1 ? c->n : 1;
+    *asz = (c->ta == 'N' ? c->m : c->k) * ld[0];
+    *bsz = (c->tb == 'N' ? c->k : c->n) * ld[1];
+    *csz = c->m * ld[2];
+}
+
+/* The suite's cases in a fresh shuffled order per pass, each library called
+ * once per case and pass (rotating which goes first), each call timed alone:
+ * what a server whose shapes change every call pays, setup included. */
+static void dynamic_suite(const bcase *cs, int ncase, const options *o, int threads, uint64_t seed,
+                          result *res)
+{
+    int64_t amax = 1, bmax = 1, cmax = 1;
+    for (int i = 0; i < ncase; i++) {
+        int64_t asz, bsz, csz, ld[3];
+        case_dims(&cs[i], &asz, &bsz, &csz, ld);
+        amax = asz > amax ? asz : amax;
+        bmax = bsz > bmax ? bsz : bmax;
+        cmax = csz > cmax ? csz : cmax;
+    }
+    float *a = alloc_floats(amax), *b = alloc_floats(bmax), *cb[NLIB] = {0};
+    fill_random(a, amax, seed * 3 + 1);
+    fill_random(b, bmax, seed * 3 + 2);
+    int on[NLIB], non = 0;
+    for (int l = 0; l < NLIB; l++)
+        if (lib_on[l]) {
+            on[non++] = l;
+            cb[l] = alloc_floats(cmax);
+            fill_random(cb[l], cmax, seed * 3 + 3); /* beta != 0 reads it */
+        }
+    const int passes = o->passes;
+    double *samples = calloc((size_t)ncase * NLIB * (size_t)passes, sizeof *samples);
+    int *order = malloc((size_t)ncase * sizeof *order);
+    uint64_t rng = seed ^ 0xD1CEull;
+    const double gap = (threads > 1 && non > 1) ? o->gap_us : 0;
+    int done = 0;
+    for (int i = 0; i < ncase; i++)
+        memset(&res[i], 0, sizeof res[i]);
+#ifdef HAVE_DNNL
+    for (int i = 0; i < ncase && lib_on[L_MM]; i++)
+        if (matmul_prepare(cs[i].ta, cs[i].tb) != dnnl_success) {
+            printf("  ERROR %s: cannot create the dnnl matmul primitive (%c%c)\n", cs[i].suite,
+                   cs[i].ta, cs[i].tb);
+            res[i].failed = 1;
+        }
+#endif
+    for (int pass = 0; pass < passes; pass++) {
+        for (int i = 0; i < ncase; i++)
+            order[i] = i;
+        for (int i = ncase - 1; i > 0; i--) { /* Fisher-Yates */
+            int j = (int)(splitmix64(&rng) % (uint64_t)(i + 1));
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (int q = 0; q < ncase; q++) {
+            const int i = order[q];
+            const bcase *c = &cs[i];
+            int64_t asz, bsz, csz, ld[3];
+            case_dims(c, &asz, &bsz, &csz, ld);
+            for (int j = 0; j < non; j++) {
+                int l = on[(pass + q + j) % non];
+                call_ctx x = {.lib = l, .c = c, .a = a, .b = b, .cbuf = cb[l], .lda = ld[0],
+                              .ldb = ld[1], .ldc = ld[2], .alpha = o->alpha, .beta = o->beta,
+                              .batch = 1, .dynamic = 1};
+                if (gap > 0)
+                    sleep_us(gap);
+                double t = timed_batch(&x);
+                samples[((size_t)i * NLIB + l) * passes + pass] = t;
+                if (x.failed && !res[i].failed) {
+                    printf("  ERROR %s %s dynamic: %s\n", c->suite, c->name, x.err);
+                    res[i].failed = 1;
+                }
+            }
+            if (pass == 0 && o->beta == 0) { /* outputs of this case, before the next */
+                for (int l = L_VX + 1; l < NLIB; l++)
+                    if (lib_on[l]) {
+                        res[i].relerr[l] = rel_frobenius(cb[L_VX], cb[l], c->m, c->n, ld[2]);
+                        res[i].verified = 1;
+                        if (!(res[i].relerr[l] <= o->tol))
+                            res[i].mismatch = 1;
+                    }
+            }
+        }
+        done = pass + 1;
+        if (over_budget())
+            break;
+    }
+    for (int i = 0; i < ncase; i++) {
+        result *r = &res[i];
+        const bcase *c = &cs[i];
+        r->ran = 1;
+        r->reps = done;
+        r->partial = done < passes;
+        for (int l = 0; l < NLIB; l++) {
+            if (!lib_on[l])
+                continue;
+            double *sm = samples + ((size_t)i * NLIB + l) * passes;
+            r->first_s[l] = sm[0];
+            r->batch[l] = 1;
+            qsort(sm, (size_t)done, sizeof *sm, cmp_double);
+            r->time_s[l] = done % 2 ? sm[done / 2] : 0.5 * (sm[done / 2 - 1] + sm[done / 2]);
+            r->gflops[l] = 2.0 * (double)c->m * (double)c->n * (double)c->k / r->time_s[l] * 1e-9;
+        }
+    }
+    free(order);
+    free(samples);
+    for (int l = 0; l < NLIB; l++)
+        free(cb[l]);
+    free(a);
+    free(b);
+}
+
 /* ---- reporting ---------------------------------------------------------- */
 
-static void print_header(const char *suite, int peak)
+static void print_header(const char *suite, int mode, int peak)
 {
-    printf("\n== suite %s ==\n", suite);
+    printf("\n== suite %s, %s ==\n", suite, mode_name[mode]);
     printf("%-20s %-16s %-2s %10s", "case", "MxNxK", "op", "vortex");
     for (int l = L_VX + 1; l < NLIB; l++)
         if (lib_on[l])
@@ -692,18 +999,18 @@ static void print_row(const bcase *c, const result *r, double peak)
         printf(" %9.2g", err);
     else
         printf(" %9s", "unchecked");
-    printf(" %6d%s%s\n", r->reps, r->partial ? " (cut by budget)" : "",
-           r->mismatch ? "  <-- MISMATCH" : "");
+    printf(" %6d%s%s%s\n", r->reps, r->partial ? " (cut by budget)" : "",
+           r->capped ? " (capped)" : "", r->mismatch ? "  <-- MISMATCH" : "");
     fflush(stdout);
 }
 
-static void print_summary(const char *suite, const bcase *cases, const result *res, int from,
-                          int to)
+static void print_summary(const char *suite, int mode, const bcase *cases, const result *res,
+                          int from, int to)
 {
     int ran = 0, skipped = 0;
     for (int i = from; i < to; i++)
         res[i].ran ? ran++ : skipped++;
-    printf("-- %s: %d case%s run", suite, ran, ran == 1 ? "" : "s");
+    printf("-- %s, %s: %d case%s run", suite, mode_name[mode], ran, ran == 1 ? "" : "s");
     if (skipped)
         printf(", %d skipped (budget)", skipped);
     printf("\n");
@@ -731,7 +1038,7 @@ static void print_summary(const char *suite, const bcase *cases, const result *r
         }
         if (!cnt)
             continue;
-        printf("   vs %-5s geomean %.3fx | min %.3fx (%s %" PRId64 "x%" PRId64 "x%" PRId64
+        printf("   vs %-11s geomean %.3fx | min %.3fx (%s %" PRId64 "x%" PRId64 "x%" PRId64
                " %c%c) | max %.3fx (%s) | below 0.8x: %d/%d\n",
                lib_name[l], exp(logsum / cnt), minr, cases[imin].name, cases[imin].m,
                cases[imin].n, cases[imin].k, cases[imin].ta, cases[imin].tb, maxr,
@@ -739,16 +1046,17 @@ static void print_summary(const char *suite, const bcase *cases, const result *r
     }
 }
 
-static void csv_rows(FILE *f, const bcase *c, const result *r, int threads)
+static void csv_rows(FILE *f, const bcase *c, const result *r, int threads, int mode)
 {
     for (int l = 0; l < NLIB; l++) {
         if (!lib_on[l])
             continue;
-        double ratio = r->gflops[L_VX] / r->gflops[l];
+        double speedup = r->time_s[l] / r->time_s[L_VX];
         double err = l == L_VX ? 0 : r->relerr[l];
-        fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%c%c,%d,%.4f,%.3f,%.4f,%ld,%d,%.3g,%.2f\n",
-                c->suite, c->name, c->m, c->n, c->k, lib_name[l], c->ta, c->tb, threads,
-                r->time_s[l] * 1e6, r->gflops[l], ratio, r->batch[l], r->reps, err,
+        fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%c%c,%s,%s,%d,%.4f,%.3f,%.4f,%ld,%d,"
+                   "%.3g,%.2f\n",
+                c->suite, c->name, c->m, c->n, c->k, c->ta, c->tb, lib_name[l], mode_name[mode],
+                threads, r->time_s[l] * 1e6, r->gflops[l], speedup, r->batch[l], r->reps, err,
                 r->first_s[l] * 1e6);
     }
     fflush(f);
@@ -820,6 +1128,8 @@ static void print_machine(int threads, const options *o, double peak, const char
                v->minor, v->patch, v->hash ? v->hash : "?",
                bench_dnnl_runtime_name(DNNL_CPU_THREADING_RUNTIME), dnnl_thread_note,
                lib_on[L_DNNL] ? "" : " [not timed: --libs]");
+        printf("          dnnl = dnnl_sgemm; dnnl_matmul = matmul primitive, runtime M/N/K, "
+               "%s%s\n", dnnl_runtime_note, lib_on[L_MM] ? "" : " [not timed]");
     }
 #else
     printf("dnnl:     not found at build time (baseline skipped)\n");
@@ -842,10 +1152,14 @@ static void print_machine(int threads, const options *o, double peak, const char
         printf("peak:     %.1f GFLOP/s fp32 (%s FMA loop, %d threads, best of 3)\n", peak,
                peak_isa, threads);
     printf("timing:   median per-call time; libraries interleaved per repetition (rotating);\n"
-           "          target %.3g s per library per case, reps %d..%d, samples >= %.3g ms,\n"
-           "          gap %.0f us between libraries (threads > 1); alpha %g beta %g\n",
-           o->target_s, o->min_reps, o->max_reps, o->min_sample_s * 1e3, o->gap_us,
-           (double)o->alpha, (double)o->beta);
+           "          steady: target %.3g s per library per case, reps %d..%d (case cap %.3g s,\n"
+           "          down to 1 rep), samples >= %.3g ms; dynamic: %d shuffled passes, one call\n"
+           "          per case per pass; gap %.0f us between libraries (threads > 1);\n"
+           "          alpha %g beta %g; modes:%s%s\n",
+           o->target_s, o->min_reps, o->max_reps, o->case_s, o->min_sample_s * 1e3, o->passes,
+           o->gap_us, (double)o->alpha, (double)o->beta,
+           (o->modes & (1 << MODE_STEADY)) ? " steady" : "",
+           (o->modes & (1 << MODE_DYNAMIC)) ? " dynamic" : "");
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -876,10 +1190,11 @@ int main(int argc, char **argv)
     const double t_start = bench_now();
     options o = {.threads = 0, .target_s = -1, .min_reps = 5, .max_reps = 2000,
                  .min_sample_s = -1, .warmup_s = -1, .gap_us = -1, .tol = 1e-4,
-                 .alpha = 1.0f, .beta = 0.0f, .seed = 1};
+                 .alpha = 1.0f, .beta = 0.0f, .seed = 1,
+                 .modes = (1 << MODE_STEADY) | (1 << MODE_DYNAMIC), .passes = -1, .case_s = -1};
     case_list cases = {0};
     char suites_arg[1024] = "";
-    const char *libs_arg = "vortex,dnnl,mkl";
+    const char *libs_arg = "vortex,dnnl,dnnl_matmul,mkl";
     int explicit_libs = 0;
     char ta = 'N', tb = 'N';
     int have_shapes = 0;
@@ -920,6 +1235,26 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--quick")) {
             o.quick = 1;
+        } else if (!strcmp(a, "--mode") && need(i, argc, 1, a)) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "steady"))
+                o.modes = 1 << MODE_STEADY;
+            else if (!strcmp(v, "dynamic"))
+                o.modes = 1 << MODE_DYNAMIC;
+            else if (!strcmp(v, "both"))
+                o.modes = (1 << MODE_STEADY) | (1 << MODE_DYNAMIC);
+            else {
+                fprintf(stderr, "vortex-bench-gemm: --mode takes steady, dynamic or both\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--passes") && need(i, argc, 1, a)) {
+            o.passes = (int)num(argv[++i], a);
+            if (o.passes < 1) {
+                fprintf(stderr, "vortex-bench-gemm: --passes must be >= 1\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--case-seconds") && need(i, argc, 1, a)) {
+            o.case_s = num(argv[++i], a);
         } else if (!strcmp(a, "--target-seconds") && need(i, argc, 1, a)) {
             o.target_s = num(argv[++i], a);
         } else if (!strcmp(a, "--min-reps") && need(i, argc, 1, a)) {
@@ -959,12 +1294,17 @@ int main(int argc, char **argv)
         o.min_sample_s = o.quick ? 1e-3 : 5e-3;
     if (o.gap_us < 0)
         o.gap_us = o.quick ? 1000 : 2000;
+    if (o.passes < 0)
+        o.passes = o.quick ? 3 : 5;
+    if (o.case_s < 0)
+        o.case_s = o.quick ? 2 : 20;
     if (o.min_reps < 1)
         o.min_reps = 1;
     if (o.max_reps < o.min_reps)
         o.max_reps = o.min_reps;
 
     /* Suites first (in the order given), then any --shape cases. */
+    g_quick_files = o.quick;
     case_list all = {0};
     if (!suites_arg[0] && !have_shapes)
         snprintf(suites_arg, sizeof suites_arg, "square,bert,small");
@@ -985,7 +1325,7 @@ int main(int argc, char **argv)
     free(cases.v);
 
     if (o.list) {
-        printf("suite,case,m,n,k,mode\n");
+        printf("suite,case,m,n,k,op\n");
         for (int i = 0; i < all.n; i++)
             printf("%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%c%c\n", all.v[i].suite,
                    all.v[i].name, all.v[i].m, all.v[i].n, all.v[i].k, all.v[i].ta, all.v[i].tb);
@@ -993,6 +1333,12 @@ int main(int argc, char **argv)
     }
     if (parse_libs(libs_arg, explicit_libs) != 0)
         return 2;
+    if (lib_on[L_MM] && (o.alpha != 1.0f || o.beta != 0.0f)) {
+        if (explicit_libs)
+            fprintf(stderr, "vortex-bench-gemm: dnnl_matmul is timed with alpha=1, beta=0 only; "
+                            "skipping it\n");
+        lib_on[L_MM] = 0;
+    }
 
     /* MKL's OpenMP workers spin 200 ms after each call by default, which
      * would land in the next library's sample; 1 ms is gone by the gap. */
@@ -1001,7 +1347,17 @@ int main(int argc, char **argv)
     int threads = o.threads ? o.threads : vx_get_num_threads();
     if (threads < 1)
         threads = 1;
+    dnnl_runtime_setup();
     setup_threads(threads);
+#ifdef HAVE_DNNL
+    int dnnl_engine_failed = 0;
+    if (lib_on[L_MM] &&
+        (dnnl_engine_create(&g_eng, dnnl_cpu, 0) != dnnl_success ||
+         dnnl_stream_create(&g_stream, g_eng, dnnl_stream_default_flags) != dnnl_success)) {
+        lib_on[L_MM] = 0;
+        dnnl_engine_failed = 1;
+    }
+#endif
 
     /* Initialise every library once (JIT, thread pools, runtime start-up) so
      * the first case's first_call_us is about the shape, not the library. */
@@ -1012,7 +1368,16 @@ int main(int argc, char **argv)
             if (!lib_on[l])
                 continue;
             call_ctx x = {.lib = l, .c = &init, .a = ia, .b = ib, .cbuf = ic, .lda = 8,
-                          .ldb = 8, .ldc = 8, .alpha = 1.0f, .beta = 0.0f, .batch = 1};
+                          .ldb = 8, .ldc = 8, .alpha = 1.0f, .beta = 0.0f, .batch = 1,
+                          .dynamic = 1};
+#ifdef HAVE_DNNL
+            if (l == L_MM && matmul_prepare('N', 'N') != dnnl_success) {
+                fprintf(stderr, "vortex-bench-gemm: cannot create the oneDNN matmul primitive; "
+                                "dnnl_matmul not timed\n");
+                lib_on[L_MM] = 0;
+                continue;
+            }
+#endif
             timed_batch(&x);
         }
     }
@@ -1032,6 +1397,11 @@ int main(int argc, char **argv)
         }
     }
     print_machine(threads, &o, peak, peak_isa);
+#ifdef HAVE_DNNL
+    if (dnnl_engine_failed)
+        printf("WARNING:  cannot create the oneDNN CPU engine/stream (%s): dnnl_matmul NOT "
+               "timed\n", dnnl_runtime_note);
+#endif
     if (o.max_seconds > 0) {
         g_deadline = t_start + o.max_seconds;
         printf("budget:   %.3g s (--max-seconds)\n", o.max_seconds);
@@ -1044,8 +1414,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "vortex-bench-gemm: cannot write %s: %s\n", o.csv, strerror(errno));
             return 2;
         }
-        fprintf(csv, "suite,case,m,n,k,library,mode,threads,time_us,gflops,ratio,batch,reps,"
-                     "rel_err,first_call_us\n");
+        fprintf(csv, "suite,case,m,n,k,op,library,mode,threads,time_us,gflops,speedup,batch,"
+                     "reps,rel_err,first_call_us\n");
     }
 
     result *res = calloc((size_t)(all.n > 0 ? all.n : 1), sizeof *res);
@@ -1055,30 +1425,59 @@ int main(int argc, char **argv)
         int j = i;
         while (j < all.n && !strcmp(all.v[j].suite, all.v[i].suite))
             j++;
-        print_header(all.v[i].suite, peak > 0);
-        for (int c = i; c < j; c++) {
-            if (stopped || over_budget()) {
-                if (!stopped)
-                    printf("  -- budget of %.3g s reached: stopping before %s %s\n",
-                           o.max_seconds, all.v[c].suite, all.v[c].name);
-                stopped = 1;
+        for (int mode = MODE_STEADY; mode <= MODE_DYNAMIC; mode++) {
+            if (!(o.modes & (1 << mode)))
                 continue;
+            memset(res + i, 0, (size_t)(j - i) * sizeof *res);
+            print_header(all.v[i].suite, mode, peak > 0);
+            if (mode == MODE_DYNAMIC) {
+                if (stopped || over_budget()) {
+                    if (!stopped)
+                        printf("  -- budget of %.3g s reached: stopping before %s dynamic\n",
+                               o.max_seconds, all.v[i].suite);
+                    stopped = 1;
+                } else {
+                    printf("   (%d case%s in a shuffled order, a fresh one per pass, %d passes, "
+                           "one timed call per case, pass and library; median)\n",
+                           j - i, j - i == 1 ? "" : "s", o.passes);
+                    dynamic_suite(all.v + i, j - i, &o, threads, o.seed * 7919ull + (uint64_t)i,
+                                  res + i);
+                    for (int c = i; c < j; c++) {
+                        print_row(&all.v[c], &res[c], peak);
+                        if (csv)
+                            csv_rows(csv, &all.v[c], &res[c], threads, mode);
+                        mismatches += res[c].mismatch;
+                        failures += res[c].failed;
+                    }
+                    run += j - i;
+                }
             }
-            run_case(&all.v[c], &o, threads, o.seed * 1000003ull + (uint64_t)c, &res[c]);
-            print_row(&all.v[c], &res[c], peak);
-            if (csv)
-                csv_rows(csv, &all.v[c], &res[c], threads);
-            mismatches += res[c].mismatch;
-            failures += res[c].failed;
-            run++;
+            for (int c = i; c < j && mode == MODE_STEADY; c++) {
+                if (stopped || over_budget()) {
+                    if (!stopped)
+                        printf("  -- budget of %.3g s reached: stopping before %s %s\n",
+                               o.max_seconds, all.v[c].suite, all.v[c].name);
+                    stopped = 1;
+                    continue;
+                }
+                run_case(&all.v[c], &o, threads, o.seed * 1000003ull + (uint64_t)c, &res[c]);
+                print_row(&all.v[c], &res[c], peak);
+                if (csv)
+                    csv_rows(csv, &all.v[c], &res[c], threads, mode);
+                mismatches += res[c].mismatch;
+                failures += res[c].failed;
+                run++;
+            }
+            print_summary(all.v[i].suite, mode, all.v, res, i, j);
         }
-        print_summary(all.v[i].suite, all.v, res, i, j);
         i = j;
     }
     if (csv)
         fclose(csv);
 
-    printf("\n%d of %d cases run in %.1f s", run, all.n, bench_now() - t_start);
+    int nmodes = __builtin_popcount((unsigned)o.modes);
+    printf("\n%d of %d case runs (%d cases x %d mode%s) in %.1f s", run, all.n * nmodes, all.n,
+           nmodes, nmodes == 1 ? "" : "s", bench_now() - t_start);
     if (stopped)
         printf(" (stopped by --max-seconds %.3g)", o.max_seconds);
     printf("\n");

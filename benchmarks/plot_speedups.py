@@ -2,8 +2,11 @@
 """Plots and a Markdown summary from the benchmark runners' CSVs.
 
 Reads any mix of the three CSV formats the runners write:
-  vortex-bench-gemm       (suite,case,m,n,k,library,mode,...,time_us,...)
-  vortex-bench-conv       (suite,case,layout,mode,...,gflop,library,time_us,...)
+  vortex-bench-gemm       (suite,case,m,n,k,[op,]library,mode,...,time_us,...;
+                           mode is steady/dynamic, or op(A)op(B) in CSVs
+                           written before the dynamic mode existed)
+  vortex-bench-conv       (suite,case,layout,mode,...,gflop,library,time_us,...;
+                           its suites are shown as conv/<suite>)
   vortex-bench-gemm-cuda  (suite,dtype,mode,m,n,k,vortex_us,cublas_us,speedup,...)
 and, per suite x baseline x variant (layout / mode / dtype), writes
   speedup-<group>.png   speedup (baseline time / Vortex time) against the
@@ -47,7 +50,8 @@ def read_groups(paths):
             by_case = collections.defaultdict(dict)
             for r in rows:
                 variant = (r['layout'] + '-' + r['mode']) if conv else r['mode']
-                by_case[(r['suite'], r['case'], variant)][r['library']] = r
+                suite = ('conv/' + r['suite']) if conv else r['suite']
+                by_case[(suite, r['case'], variant)][r['library']] = r
             for (suite, case, variant), libs in by_case.items():
                 v = libs.get('vortex')
                 if not v or float(v['time_us']) <= 0:
