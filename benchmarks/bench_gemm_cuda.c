@@ -1,13 +1,16 @@
 /* vortex-bench-gemm-cuda: Vortex dyn_gemm_ex against cuBLAS on the same
- * device buffers and the same stream, in one run, row-major NN,
- * C[MxN] = A[MxK] B[KxN] (alpha 1, beta 0), fp32 accumulation.
+ * device buffers and the same stream, in one run, row-major
+ * C[MxN] = op(A) op(B) (alpha 1, beta 0), fp32 accumulation; the built-in
+ * suites are NN, suite files (the format vortex-bench-gemm reads) give each
+ * case's transposes. Leading dimensions are tight.
  *
  * Per shape: one checked call per library on NaN-filled C (Vortex must match
  * cuBLAS within the dtype's relative Frobenius tolerance), warm-up, then
  * repetitions interleaved across the libraries (rotating which goes first),
  * each call timed alone by a cudaEvent pair on an idle stream; the reported
  * time is the median. The results of the last timed calls are checked again.
- * cuBLAS's row-major product is the usual swap: column-major C^T = B^T A^T.
+ * cuBLAS's row-major product is the usual swap: column-major
+ * C^T = op(B)^T op(A)^T (see call_cublas).
  * See --help and benchmarks/suites/README.md. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -21,6 +24,7 @@
 #include <cuda_runtime_api.h>
 #include <library_types.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -121,8 +125,10 @@ static void from_dtype(int dt, const void *src, float *dst, int64_t n)
 
 /* ---- cases -------------------------------------------------------------- */
 
-enum { S_TRANSFORMER, S_ADAPTIVE, S_SMALL, S_SHAPE, NSUITE };
-static const char *const suite_name[NSUITE] = {"transformer", "adaptive", "small", "shape"};
+/* What kind of suite a case comes from; its suite name is in gcase.suite
+ * (the built-in name, or a suite file's basename without extension). */
+enum { S_TRANSFORMER, S_ADAPTIVE, S_SMALL, S_SHAPE, S_FILE, NSUITE };
+static const char *const suite_name[NSUITE] = {"transformer", "adaptive", "small", "shape", "file"};
 
 /* What is timed per case: Vortex with the model's choice, Vortex forced to
  * Tensor Cores or to CUDA cores (the adaptive suite), and cuBLAS. */
@@ -130,8 +136,11 @@ enum { R_AUTO, R_TENSOR, R_SIMT, R_CUBLAS, NRUN };
 static const char *const run_name[NRUN] = {"auto", "tensor", "simt", "cublas"};
 
 typedef struct {
-    int suite, dt;
+    int kind, dt;      /* S_*, DT_* */
+    char suite[40];    /* the CSV's suite name */
+    char name[48];     /* the case name (suite files: NAME, or MODE_MxNxK) */
     int64_t m, n, k;
+    char ta, tb;       /* 'N' or 'T': row-major C = op(A) op(B) */
 } gcase;
 
 typedef struct {
@@ -139,7 +148,7 @@ typedef struct {
     int n, cap;
 } case_list;
 
-static void add_case(case_list *l, int suite, int dt, int64_t m, int64_t n, int64_t k)
+static void push_case(case_list *l, const gcase *c)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 256;
@@ -149,7 +158,35 @@ static void add_case(case_list *l, int suite, int dt, int64_t m, int64_t n, int6
             exit(1);
         }
     }
-    l->v[l->n++] = (gcase){.suite = suite, .dt = dt, .m = m, .n = n, .k = k};
+    l->v[l->n++] = *c;
+}
+
+/* A built-in NN case, named MxNxK. */
+static void add_case(case_list *l, int kind, int dt, int64_t m, int64_t n, int64_t k)
+{
+    gcase c = {.kind = kind, .dt = dt, .m = m, .n = n, .k = k, .ta = 'N', .tb = 'N'};
+    snprintf(c.suite, sizeof c.suite, "%s", suite_name[kind]);
+    snprintf(c.name, sizeof c.name, "%" PRId64 "x%" PRId64 "x%" PRId64, m, n, k);
+    push_case(l, &c);
+}
+
+/* Tight leading dimensions of the row-major operands (at least 1, as BLAS
+ * wants): A is stored M x K (ta 'N') or K x M (ta 'T'), B K x N or N x K,
+ * C M x N. The element counts are M*K, K*N and M*N either way. */
+static int64_t ld1(int64_t x) { return x > 1 ? x : 1; }
+static int64_t case_lda(const gcase *c) { return ld1(c->ta == 'T' ? c->m : c->k); }
+static int64_t case_ldb(const gcase *c) { return ld1(c->tb == 'T' ? c->k : c->n); }
+static int64_t case_ldc(const gcase *c) { return ld1(c->n); }
+
+/* "MxNxK", with the mode and the name for a suite file's case. */
+static const char *case_label(const gcase *c, char *buf, size_t len)
+{
+    if (c->kind == S_FILE)
+        snprintf(buf, len, "%" PRId64 "x%" PRId64 "x%" PRId64 " %c%c %s", c->m, c->n, c->k, c->ta,
+                 c->tb, c->name);
+    else
+        snprintf(buf, len, "%" PRId64 "x%" PRId64 "x%" PRId64, c->m, c->n, c->k);
+    return buf;
 }
 
 /* Transformer dense layers (BERT-base/large, GPT-2 shapes), tokens M. */
@@ -196,6 +233,113 @@ static void suite_small(case_list *l, int dt)
         add_case(l, S_SMALL, dt, s[i][0], s[i][1], s[i][2]);
 }
 
+static int parse_mode(const char *s, char *ta, char *tb)
+{
+    if (strlen(s) != 2)
+        return -1;
+    char a = (char)toupper((unsigned char)s[0]), b = (char)toupper((unsigned char)s[1]);
+    if ((a != 'N' && a != 'T') || (b != 'N' && b != 'T'))
+        return -1;
+    *ta = a;
+    *tb = b;
+    return 0;
+}
+
+/* A suite file, the format vortex-bench-gemm reads: one case per line,
+ * "M N K [MODE [NAME]]", MODE NN (default), NT, TN or TT, '#' comments; the
+ * suite is the file's basename without extension. With --quick only
+ * bench_quick_pick's subset (the same as the CPU runners'). The cases are
+ * added once per dtype of dts. Returns -1 (errno set) when the file cannot
+ * be opened; a malformed file exits with status 2. */
+static int suite_file(case_list *l, const char *path, const int *dts, int ndt, int quick)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    gcase proto = {.kind = S_FILE};
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(proto.suite, sizeof proto.suite, "%s", base);
+    char *dot = strrchr(proto.suite, '.');
+    if (dot && dot != proto.suite)
+        *dot = 0;
+    case_list file = {0};
+    char line[512];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(stderr, PROG ": %s:%d: line too long (at most %d characters)\n", path, lineno,
+                    (int)sizeof line - 2);
+            exit(2);
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        long long m, n, k;
+        char mode[8] = "NN", name[96] = "";
+        int got = sscanf(line, "%lld %lld %lld %7s %47s", &m, &n, &k, mode, name);
+        if (got == EOF)
+            continue; /* blank or comment only (0: text that is not a case) */
+        gcase c = proto;
+        if (got < 3 || m < 0 || n < 0 || k < 0 || parse_mode(mode, &c.ta, &c.tb) != 0) {
+            fprintf(stderr, PROG ": %s:%d: expected 'M N K [NN|NT|TN|TT [NAME]]'\n", path, lineno);
+            exit(2);
+        }
+        if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+            fprintf(stderr, PROG ": %s:%d: M, N and K must be at most %d (cuBLAS takes int)\n",
+                    path, lineno, INT32_MAX);
+            exit(2);
+        }
+        if (!name[0])
+            snprintf(name, sizeof name, "%s_%lldx%lldx%lld", mode, m, n, k);
+        snprintf(c.name, sizeof c.name, "%.47s", name); /* as vortex-bench-gemm: 47 at most */
+        c.m = m;
+        c.n = n;
+        c.k = k;
+        push_case(&file, &c);
+    }
+    if (ferror(f)) {
+        fprintf(stderr, PROG ": %s: read error: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    fclose(f);
+    if (!file.n) {
+        fprintf(stderr, PROG ": %s: no cases\n", path);
+        exit(2);
+    }
+    if (quick) {
+        double *gf = malloc((size_t)file.n * sizeof *gf);
+        unsigned char *keep = malloc((size_t)file.n);
+        if (!gf || !keep) {
+            fprintf(stderr, PROG ": out of memory\n");
+            exit(1);
+        }
+        for (int i = 0; i < file.n; i++) {
+            const gcase *c = &file.v[i];
+            gf[i] = 2.0 * (double)c->m * (double)c->n * (double)c->k * 1e-9;
+        }
+        bench_quick_pick(gf, file.n, BENCH_QUICK_FILE_GFLOP, BENCH_QUICK_FILE_CASES, keep);
+        int w = 0;
+        for (int i = 0; i < file.n; i++)
+            if (keep[i])
+                file.v[w++] = file.v[i];
+        file.n = w;
+        free(gf);
+        free(keep);
+        if (!file.n)
+            fprintf(stderr, PROG ": note: %s: --quick keeps no case (none of at most %g GFLOP)\n",
+                    path, BENCH_QUICK_FILE_GFLOP);
+    }
+    for (int d = 0; d < ndt; d++)
+        for (int i = 0; i < file.n; i++) {
+            file.v[i].dt = dts[d];
+            push_case(l, &file.v[i]);
+        }
+    free(file.v);
+    return 0;
+}
+
 /* ---- options ------------------------------------------------------------ */
 
 typedef struct {
@@ -209,15 +353,18 @@ typedef struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(f, /* one format argument each: the --quick rule for suite files */
 "usage: " PROG " [options]\n"
 "\n"
 "Times Vortex dyn_gemm_ex against cuBLAS on the same device buffers and the same\n"
-"CUDA stream (vx_cuda_set_stream / cublasSetStream), row-major NN,\n"
-"C[MxN] = A[MxK] B[KxN], alpha 1, beta 0, fp32 accumulation, device 0.\n"
+"CUDA stream (vx_cuda_set_stream / cublasSetStream), row-major\n"
+"C[MxN] = op(A) op(B), alpha 1, beta 0, fp32 accumulation, device 0. The built-in\n"
+"suites are NN (C = A[MxK] B[KxN]); suite files give each case's transposes.\n"
+"Leading dimensions are tight: A is stored M x K (lda K), or K x M (lda M) when\n"
+"transposed; B K x N (ldb N), or N x K (ldb K); C M x N (ldc N).\n"
 "\n"
 "what to run (default: --suite transformer):\n"
-"  --suite LIST      comma list of suites:\n"
+"  --suite LIST      comma list of suites (repeatable), built in or files:\n"
 "                      transformer  M in 1 2 5 8 13 16 31 64 100 128 199 256 301\n"
 "                                   384 401 476 512 x (N,K) in (768,768) (2304,768)\n"
 "                                   (3072,768) (768,3072) (1024,1024) (4096,1024)\n"
@@ -226,6 +373,14 @@ static void usage(FILE *f)
 "                                   (48 shapes): Vortex forced to Tensor Cores, to\n"
 "                                   CUDA cores, and the model's choice, vs cuBLAS\n"
 "                      small        8 shapes per dtype, a few with odd sizes (smoke)\n"
+"                      FILE         any other name: a suite file, the format\n"
+"                                   vortex-bench-gemm reads (benchmarks/suites/*.txt):\n"
+"                                   one case per line 'M N K [MODE [NAME]]', MODE\n"
+"                                   NN (default), NT, TN or TT = op(A) op(B),\n"
+"                                   row-major; NAME defaults to MODE_MxNxK; '#'\n"
+"                                   starts a comment. The suite is named after the\n"
+"                                   file (suites/tall_skinny.txt -> tall_skinny);\n"
+"                                   its cases run for every --dtype\n"
 "  --shape M,N,K     one more shape (repeatable; also MxNxK), for every --dtype\n"
 "  --dtype LIST      comma list of f32, tf32, f16, bf16 (default: all four);\n"
 "                    the adaptive suite is always f16\n"
@@ -236,14 +391,16 @@ static void usage(FILE *f)
 "                      f16   Vortex with A, B, C fp16 vs cublasGemmEx, A/B/C\n"
 "                            CUDA_R_16F, CUBLAS_COMPUTE_32F\n"
 "                      bf16  the same with bf16 / CUDA_R_16BF\n"
-"  --list            print the cases and exit\n"
+"  --list            print the cases (suite,dtype,m,n,k,op,case) and exit\n"
 "\n"
 "how:\n"
 "  --reps N          timed calls per library per shape (default 50; --quick 15)\n"
 "  --warmup N        untimed calls per library per shape first (default 10;\n"
 "                    --quick 3)\n"
 "  --quick           fewer shapes (transformer M in 1 5 16 64 199 512; adaptive\n"
-"                    M in 1 2 4 8 13 16, N in 1024 4096) and fewer repetitions\n"
+"                    M in 1 2 4 8 13 16, N in 1024 4096; a suite file: the same\n"
+"                    subset as vortex-bench-gemm --quick, up to %d cases of at\n"
+"                    most %g GFLOP spread over the file) and fewer repetitions\n"
 "  --sync            time each call alone on an idle stream, so host and launch\n"
 "                    overhead count (default: queued, GPU time only; see below)\n"
 "  --max-seconds S   stop cleanly (exit status from the shapes run) once S seconds\n"
@@ -253,13 +410,15 @@ static void usage(FILE *f)
 "output:\n"
 "  --csv FILE        one row per shape and Vortex mode:\n"
 "                    suite,dtype,mode,m,n,k,vortex_us,cublas_us,speedup,rel_err,\n"
-"                    plan,splits,predicted_us,reps,status\n"
+"                    plan,splits,predicted_us,reps,status,op,case\n"
 "                    mode = auto (the model's choice), tensor or simt (forced);\n"
 "                    speedup = cublas_us / vortex_us (>1: Vortex faster); rel_err =\n"
 "                    Vortex vs cuBLAS, relative Frobenius (worst of the first and\n"
 "                    the last call); plan, splits, predicted_us = vx_cuda_explain's\n"
 "                    pick; status = ok, MISMATCH, ERROR, or ok-blocking (a call\n"
-"                    waited for the stream inside: timed with synced calls)\n"
+"                    waited for the stream inside: timed with synced calls);\n"
+"                    op = op(A) op(B) (NN, NT, TN, TT); case = the case's name\n"
+"                    (a suite file's NAME; MxNxK for the built-in suites)\n"
 "  -h, --help        this text\n"
 "\n"
 "Timing: each call is bracketed by a cudaEvent pair; the time is the median.\n"
@@ -279,7 +438,8 @@ static void usage(FILE *f)
 "the two forced units.\n"
 "Tolerances (Vortex vs cuBLAS): f32 1e-5, tf32 5e-3, f16 and bf16 2e-2.\n"
 "Exit status: 0 ok (also when there is no CUDA device: 'skipped: no CUDA\n"
-"device'), 1 a mismatch or an error, 2 bad usage.\n");
+"device'), 1 a mismatch or an error, 2 bad usage (a malformed suite file:\n"
+"FILE:LINE is named).\n", BENCH_QUICK_FILE_CASES, BENCH_QUICK_FILE_GFLOP);
 }
 
 static int need(int i, int argc, const char *opt)
@@ -339,7 +499,7 @@ static cudaEvent_t g_evq[CHUNK][NRUN][2];
 static atomic_int g_gate_open, g_gate_timed_out;
 static int g_held_shapes; /* shapes where a call blocked the held stream */
 static FILE *g_csv;
-static char g_where[160] = "start-up"; /* what was running, for fatal errors */
+static char g_where[256] = "start-up"; /* what was running, for fatal errors */
 
 static void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void fatal(const char *fmt, ...)
@@ -408,11 +568,13 @@ static void set_policy(int run)
     vx_cuda_set_policy(&p);
 }
 
+static vx_transpose vx_trans(char t) { return t == 'T' ? VX_TRANS : VX_NO_TRANS; }
+
 static vx_status call_vortex(const gcase *c, const dbufs *d, void *cbuf)
 {
     vx_dtype t = dt_vx(c->dt);
-    return dyn_gemm_ex(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, c->m, c->n, c->k, 1.0f, d->a, t,
-                       c->k, d->b, t, c->n, 0.0f, cbuf, t, c->n,
+    return dyn_gemm_ex(VX_ROW_MAJOR, vx_trans(c->ta), vx_trans(c->tb), c->m, c->n, c->k, 1.0f, d->a,
+                       t, case_lda(c), d->b, t, case_ldb(c), 0.0f, cbuf, t, case_ldc(c),
                        c->dt == DT_TF32 ? VX_MATH_TF32 : VX_MATH_DEFAULT);
 }
 
@@ -422,28 +584,42 @@ static void blas_prepare(const gcase *c)
     CB(cublasSetMathMode(g_blas, c->dt == DT_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
-/* Row-major C = A B as column-major C^T (n x m) = B^T (n x k) A^T (k x m). */
+/* Row-major C = op(A) op(B) as column-major C^T (n x m) = op(B)^T op(A)^T.
+ * A row-major R x S matrix with leading dimension ld is, read column-major
+ * with the same ld, its S x R transpose. So:
+ *   B, tb 'N': stored K x N (ldb N), column-major it is N x K = op(B)^T: OP_N;
+ *       tb 'T': stored N x K (ldb K), column-major K x N = op(B): OP_T.
+ *   A, ta 'N': stored M x K (lda K), column-major K x M = op(A)^T: OP_N;
+ *       ta 'T': stored K x M (lda M), column-major M x K = op(A): OP_T.
+ *   C: stored M x N (ldc N), column-major N x M = C^T.
+ * cuBLAS's first operand is op(B)^T (n x k), the second op(A)^T (k x m), and
+ * each leading dimension is the row-major one (ldb >= n for OP_N, >= k for
+ * OP_T; lda >= k for OP_N, >= m for OP_T, as cuBLAS requires). */
 static void call_cublas(const gcase *c, const dbufs *d, void *cbuf)
 {
     const float one = 1.0f, zero = 0.0f;
     const int m = (int)c->m, n = (int)c->n, k = (int)c->k;
+    const int lda = (int)case_lda(c), ldb = (int)case_ldb(c), ldc = (int)case_ldc(c);
+    const cublasOperation_t opa = c->ta == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opb = c->tb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (c->dt == DT_F32 || c->dt == DT_TF32) {
-        CB(cublasSgemm(g_blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, d->b, n, d->a, k, &zero,
-                       cbuf, n));
+        CB(cublasSgemm(g_blas, opb, opa, n, m, k, &one, d->b, ldb, d->a, lda, &zero, cbuf, ldc));
     } else {
         cudaDataType t = c->dt == DT_F16 ? CUDA_R_16F : CUDA_R_16BF;
-        CB(cublasGemmEx(g_blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, d->b, t, n, d->a, t, k,
-                        &zero, cbuf, t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        CB(cublasGemmEx(g_blas, opb, opa, n, m, k, &one, d->b, t, ldb, d->a, t, lda, &zero, cbuf,
+                        t, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
 }
 
 /* The same problem as vx_cuda_gemm sees it after api.c's canonicalisation:
- * row-major C, A(i, p) = a[i*lda + p] (k-contiguous), B(p, j) = b[p*ldb + j]. */
+ * row-major C; A k-contiguous for ta 'N' (A(i, p) = a[i*lda + p]), B
+ * k-contiguous for tb 'T' (B(p, j) = b[j*ldb + p]). */
 static vx_cuda_gemm_args explain_args(const gcase *c, const dbufs *d, void *cbuf)
 {
-    /* exactly the call call_vortex makes: row-major NN */
-    return vx_cuda_canonical(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, c->m, c->n, c->k, 1.0f, d->a, dt_vx(c->dt),
-                             c->k, d->b, c->n, 0.0f, cbuf, dt_vx(c->dt), c->n,
+    /* exactly the call call_vortex makes */
+    return vx_cuda_canonical(VX_ROW_MAJOR, vx_trans(c->ta), vx_trans(c->tb), c->m, c->n, c->k, 1.0f,
+                             d->a, dt_vx(c->dt), case_lda(c), d->b, case_ldb(c), 0.0f, cbuf,
+                             dt_vx(c->dt), case_ldc(c),
                              c->dt == DT_TF32 ? VX_MATH_TF32 : VX_MATH_DEFAULT);
 }
 
@@ -478,9 +654,10 @@ static void blame(const gcase *c, const dbufs *d, const float *vx, const float *
         printf("      (too large for a host reference)\n");
         return;
     }
-    float *a = malloc((size_t)(c->m * c->k) * sizeof *a), *b = malloc((size_t)(c->k * c->n) * sizeof *b);
-    float *ref = malloc((size_t)(c->m * c->n) * sizeof *ref);
-    void *raw = malloc((size_t)(c->k * c->n > c->m * c->k ? c->k * c->n : c->m * c->k) * 4);
+    /* +1: no zero-byte mallocs (an empty operand) */
+    float *a = malloc((size_t)(c->m * c->k + 1) * sizeof *a), *b = malloc((size_t)(c->k * c->n + 1) * sizeof *b);
+    float *ref = malloc((size_t)(c->m * c->n + 1) * sizeof *ref);
+    void *raw = malloc((size_t)(c->k * c->n > c->m * c->k ? c->k * c->n : c->m * c->k) * 4 + 4);
     if (!a || !b || !ref || !raw) {
         fprintf(stderr, PROG ": out of memory\n");
         exit(1);
@@ -489,11 +666,15 @@ static void blame(const gcase *c, const dbufs *d, const float *vx, const float *
     from_dtype(c->dt, raw, a, c->m * c->k);
     CK(cudaMemcpy(raw, d->b, (size_t)(c->k * c->n) * dt_size(c->dt), cudaMemcpyDeviceToHost));
     from_dtype(c->dt, raw, b, c->k * c->n);
+    /* op(A)(i, p) and op(B)(p, j) from the stored operands (case_lda/ldb) */
+    const int64_t lda = case_lda(c), ldb = case_ldb(c);
+    const int64_t a_is = c->ta == 'T' ? 1 : lda, a_ps = c->ta == 'T' ? lda : 1;
+    const int64_t b_ps = c->tb == 'T' ? 1 : ldb, b_js = c->tb == 'T' ? ldb : 1;
     for (int64_t i = 0; i < c->m; i++)
         for (int64_t j = 0; j < c->n; j++) {
             double s = 0;
             for (int64_t p = 0; p < c->k; p++)
-                s += (double)a[i * c->k + p] * (double)b[p * c->n + j];
+                s += (double)a[i * a_is + p * a_ps] * (double)b[p * b_ps + j * b_js];
             ref[i * c->n + j] = (float)s;
         }
     printf("      vs a double-precision host product: vortex %.3g, cublas %.3g\n",
@@ -538,9 +719,9 @@ static void vortex_error(const gcase *c, gres *r, int run, vx_status s)
     if (r->failed[run])
         return;
     r->failed[run] = 1;
-    printf("  ERROR %s %s %" PRId64 "x%" PRId64 "x%" PRId64 " vortex(%s): dyn_gemm_ex: %s: %s\n",
-           suite_name[c->suite], dt_name[c->dt], c->m, c->n, c->k, run_name[run],
-           vx_status_string(s), vx_last_error());
+    char lb[128];
+    printf("  ERROR %s %s %s vortex(%s): dyn_gemm_ex: %s: %s\n", c->suite, dt_name[c->dt],
+           case_label(c, lb, sizeof lb), run_name[run], vx_status_string(s), vx_last_error());
 }
 
 /* Vortex's own launch errors show up here rather than at the next sync. */
@@ -549,9 +730,10 @@ static void vortex_launch_check(const gcase *c, gres *r, int run)
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess && !r->failed[run]) {
         r->failed[run] = 1;
-        printf("  ERROR %s %s %" PRId64 "x%" PRId64 "x%" PRId64 " vortex(%s): pending CUDA error "
-               "after dyn_gemm_ex returned: %s\n", suite_name[c->suite], dt_name[c->dt], c->m, c->n,
-               c->k, run_name[run], cudaGetErrorString(e));
+        char lb[128];
+        printf("  ERROR %s %s %s vortex(%s): pending CUDA error after dyn_gemm_ex returned: %s\n",
+               c->suite, dt_name[c->dt], case_label(c, lb, sizeof lb), run_name[run],
+               cudaGetErrorString(e));
     }
 }
 
@@ -568,11 +750,11 @@ static void check(const gcase *c, const dbufs *d, hbufs *h, gres *r, const char 
         if (!(e <= r->err[run]))
             r->err[run] = e; /* NaN sticks */
         if (!(e <= dt_tol[c->dt])) {
+            char lb[128];
             if (!r->mismatch[run])
-                printf("\n  !!!!!!!! MISMATCH !!!!!!!! %s %s %" PRId64 "x%" PRId64 "x%" PRId64
-                       " vortex(%s), %s call: rel. Frobenius error vs cuBLAS %.3g (tol %.1g)\n",
-                       suite_name[c->suite], dt_name[c->dt], c->m, c->n, c->k, run_name[run],
-                       phase, e, dt_tol[c->dt]);
+                printf("\n  !!!!!!!! MISMATCH !!!!!!!! %s %s %s vortex(%s), %s call: rel. "
+                       "Frobenius error vs cuBLAS %.3g (tol %.1g)\n", c->suite, dt_name[c->dt],
+                       case_label(c, lb, sizeof lb), run_name[run], phase, e, dt_tol[c->dt]);
             if (!r->mismatch[run])
                 blame(c, d, h->cx, h->cref);
             r->mismatch[run] = 1;
@@ -656,10 +838,11 @@ static void time_chunk(const gcase *c, const dbufs *d, gres *r, const int *on, i
 static void run_case(const gcase *c, const options *o, dbufs *d, hbufs *h, gres *r)
 {
     memset(r, 0, sizeof *r);
-    snprintf(g_where, sizeof g_where, "%s %s %" PRId64 "x%" PRId64 "x%" PRId64,
-             suite_name[c->suite], dt_name[c->dt], c->m, c->n, c->k);
+    char lb[128];
+    snprintf(g_where, sizeof g_where, "%s %s %s", c->suite, dt_name[c->dt],
+             case_label(c, lb, sizeof lb));
     r->on[R_AUTO] = r->on[R_CUBLAS] = 1;
-    if (c->suite == S_ADAPTIVE)
+    if (c->kind == S_ADAPTIVE)
         r->on[R_TENSOR] = r->on[R_SIMT] = 1;
     upload(c->dt, d, h);
     blas_prepare(c);
@@ -787,8 +970,11 @@ static void print_header(const gcase *c)
         "Vortex VX_MATH_TF32 vs cublasSgemm CUBLAS_TF32_TENSOR_OP_MATH",
         "Vortex A/B/C fp16 vs cublasGemmEx CUDA_R_16F, CUBLAS_COMPUTE_32F",
         "Vortex A/B/C bf16 vs cublasGemmEx CUDA_R_16BF, CUBLAS_COMPUTE_32F"};
-    printf("\n== %s %s: %s ==\n", suite_name[c->suite], dt_name[c->dt], what[c->dt]);
-    if (c->suite == S_ADAPTIVE) {
+    printf("\n== %s %s: %s ==\n", c->suite, dt_name[c->dt], what[c->dt]);
+    if (c->kind == S_FILE) { /* op(A) op(B) per case, and the case's name */
+        printf("%-5s %5s %5s %5s %2s %10s %10s %8s %9s %8s  %s\n", "dtype", "M", "N", "K", "op",
+               "vortex_us", "cublas_us", "speedup", "rel_err", "pred_us", "plan, split-K  [case]");
+    } else if (c->kind == S_ADAPTIVE) {
         printf("%-5s %5s %5s %5s %10s %10s %10s %10s %8s %9s %9s %8s  %s\n", "dtype", "M", "N", "K",
                "tensor_us", "simt_us", "auto_us", "cublas_us", "speedup", "best/auto", "rel_err",
                "pred_us", "plan (auto), split-K");
@@ -815,7 +1001,9 @@ static void print_row(const gcase *c, const gres *r)
     for (int run = 0; run < R_CUBLAS; run++)
         bad |= r->on[run] && (r->failed[run] || r->mismatch[run]);
     printf("%-5s %5" PRId64 " %5" PRId64 " %5" PRId64, dt_name[c->dt], c->m, c->n, c->k);
-    if (c->suite == S_ADAPTIVE) {
+    if (c->kind == S_FILE)
+        printf(" %c%c", c->ta, c->tb);
+    if (c->kind == S_ADAPTIVE) {
         double best = fmin(r->failed[R_TENSOR] ? INFINITY : r->us[R_TENSOR],
                            r->failed[R_SIMT] ? INFINITY : r->us[R_SIMT]);
         printf(" %10.2f %10.2f %10.2f %10.2f %7.2fx %8.2fx", r->us[R_TENSOR], r->us[R_SIMT],
@@ -824,22 +1012,41 @@ static void print_row(const gcase *c, const gres *r)
     } else {
         printf(" %10.2f %10.2f %7.2fx", r->us[R_AUTO], r->us[R_CUBLAS], speedup(r, R_AUTO));
     }
-    printf(" %9.2g %8.2f  %s ks=%d%s\n", max_err(r), r->pred_us[R_AUTO], plan, r->splits[R_AUTO],
-           bad ? "  <-- MISMATCH/ERROR" : "");
+    printf(" %9.2g %8.2f  %s ks=%d", max_err(r), r->pred_us[R_AUTO], plan, r->splits[R_AUTO]);
+    if (c->kind == S_FILE)
+        printf("  [%s]", c->name);
+    printf("%s\n", bad ? "  <-- MISMATCH/ERROR" : "");
     fflush(stdout);
 }
 
+/* A name as one unquoted CSV field: commas, quotes and control characters
+ * become '_'. */
+static const char *csv_field(const char *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", s);
+    for (char *p = buf; *p; p++)
+        if (*p == ',' || *p == '"' || (unsigned char)*p < 0x20)
+            *p = '_';
+    return buf;
+}
+
+/* The columns op (op(A) op(B), e.g. NT) and case (the case's name) come last
+ * so that readers of the older 15 columns keep working. */
 static void csv_rows(FILE *f, const gcase *c, const gres *r)
 {
+    char suite[sizeof c->suite], name[sizeof c->name];
+    csv_field(c->suite, suite, sizeof suite);
+    csv_field(c->name, name, sizeof name);
     for (int run = 0; run < R_CUBLAS; run++) {
         if (!r->on[run])
             continue;
         char plan[128];
         plan_name(r, run, plan, sizeof plan);
-        fprintf(f, "%s,%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.4f,%.3g,%s,%d,%.3f,%d,%s\n",
-                suite_name[c->suite], dt_name[c->dt], run_name[run], c->m, c->n, c->k, r->us[run],
+        fprintf(f, "%s,%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.3f,%.3f,%.4f,%.3g,%s,%d,%.3f,%d,%s,"
+                   "%c%c,%s\n",
+                suite, dt_name[c->dt], run_name[run], c->m, c->n, c->k, r->us[run],
                 r->us[R_CUBLAS], speedup(r, run), r->err[run], plan, r->splits[run],
-                r->pred_us[run], r->reps, case_status(r, run));
+                r->pred_us[run], r->reps, case_status(r, run), c->ta, c->tb, name);
     }
     fflush(f);
 }
@@ -874,31 +1081,31 @@ static void geomean_line(const gcase *v, const gres *res, int from, int to, int 
     printf("geomean %s: %.3fx over %d shapes", label, exp(ls / cnt), cnt);
     if (cnt16)
         printf(" | M<=16: %.3fx over %d", exp(ls16 / cnt16), cnt16);
-    printf(" | min %.2fx at %" PRId64 "x%" PRId64 "x%" PRId64 " | slower than cuBLAS: %d/%d\n",
-           minr, v[imin].m, v[imin].n, v[imin].k, slower, cnt);
+    char lb[128];
+    printf(" | min %.2fx at %s | slower than cuBLAS: %d/%d\n", minr,
+           case_label(&v[imin], lb, sizeof lb), slower, cnt);
 }
 
 static void print_summary(const gcase *v, const gres *res, int from, int to)
 {
-    char label[64];
+    char label[96];
     const gcase *c = &v[from];
     int ran = 0, skipped = 0;
     for (int i = from; i < to; i++)
         res[i].ran ? ran++ : skipped++;
-    printf("-- %s %s: %d shape%s run", suite_name[c->suite], dt_name[c->dt], ran,
+    printf("-- %s %s: %d shape%s run", c->suite, dt_name[c->dt], ran,
            ran == 1 ? "" : "s");
     if (skipped)
         printf(", %d skipped (--max-seconds)", skipped);
     printf("; speedup = cuBLAS time / Vortex time\n");
-    if (c->suite != S_ADAPTIVE) {
-        snprintf(label, sizeof label, "%s %s", suite_name[c->suite], dt_name[c->dt]);
+    if (c->kind != S_ADAPTIVE) {
+        snprintf(label, sizeof label, "%s %s", c->suite, dt_name[c->dt]);
         geomean_line(v, res, from, to, R_AUTO, label);
         return;
     }
     static const int modes[] = {R_TENSOR, R_SIMT, R_AUTO};
     for (int j = 0; j < COUNT(modes); j++) {
-        snprintf(label, sizeof label, "%s %s %s", suite_name[c->suite], dt_name[c->dt],
-                 run_name[modes[j]]);
+        snprintf(label, sizeof label, "%s %s %s", c->suite, dt_name[c->dt], run_name[modes[j]]);
         geomean_line(v, res, from, to, modes[j], label);
     }
     /* The model's unit choice: auto against the faster forced unit. */
@@ -918,12 +1125,12 @@ static void print_summary(const gcase *v, const gres *res, int from, int to)
     if (cnt)
         printf("geomean %s %s auto vs best unit: %.3fx (1 = always as fast as the faster of "
                "tensor/simt) | within 5%%: %d/%d | tensor faster than simt: %d/%d\n",
-               suite_name[c->suite], dt_name[c->dt], exp(ls / cnt), within, cnt, tensor_wins, cnt);
+               c->suite, dt_name[c->dt], exp(ls / cnt), within, cnt, tensor_wins, cnt);
 }
 
 /* ---- header ------------------------------------------------------------- */
 
-static void print_machine(const options *o, const struct cudaDeviceProp *p)
+static void print_machine(const options *o, const struct cudaDeviceProp *p, int transposed)
 {
     char date[64];
     time_t now = time(NULL);
@@ -964,7 +1171,8 @@ static void print_machine(const options *o, const struct cudaDeviceProp *p)
     printf("host:     %s\n", bench_cpu_model());
     printf("timing:   median of %d calls per library per shape after %d warm-up calls, each\n"
            "          between a cudaEvent pair on one stream; libraries interleaved\n"
-           "          (rotating); alpha 1, beta 0; row-major NN;\n", o->reps, o->warmup);
+           "          (rotating); alpha 1, beta 0; row-major %s, tight leading dimensions;\n",
+           o->reps, o->warmup, transposed ? "C = op(A) op(B) (NN/NT/TN/TT per case)" : "NN");
     if (o->sync)
         printf("          --sync: each call alone on an idle stream (host and launch overhead "
                "count)\n");
@@ -1034,7 +1242,7 @@ int main(int argc, char **argv)
 {
     const double t_start = bench_now();
     options o = {.reps = -1, .warmup = -1, .seed = 1};
-    char suites_arg[256] = "";
+    char suites_arg[4096] = "";
     const char *dtype_arg = NULL;
     case_list shapes = {0};
 
@@ -1044,9 +1252,14 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--suite") && need(i, argc, a)) {
-            if (suites_arg[0])
-                strncat(suites_arg, ",", sizeof suites_arg - strlen(suites_arg) - 1);
-            strncat(suites_arg, argv[++i], sizeof suites_arg - strlen(suites_arg) - 1);
+            size_t used = strlen(suites_arg);
+            if (used + 1 + strlen(argv[i + 1]) >= sizeof suites_arg) {
+                fprintf(stderr, PROG ": --suite: the suite list is too long (at most %d "
+                        "characters in all)\n", (int)sizeof suites_arg - 1);
+                return 2;
+            }
+            snprintf(suites_arg + used, sizeof suites_arg - used, "%s%s", used ? "," : "",
+                     argv[++i]);
         } else if (!strcmp(a, "--dtype") && need(i, argc, a)) {
             dtype_arg = argv[++i];
         } else if (!strcmp(a, "--shape") && need(i, argc, a)) {
@@ -1095,7 +1308,7 @@ int main(int argc, char **argv)
     if (!suites_arg[0] && !shapes.n)
         snprintf(suites_arg, sizeof suites_arg, "transformer");
     if (suites_arg[0]) {
-        char buf[256];
+        char buf[sizeof suites_arg];
         snprintf(buf, sizeof buf, "%s", suites_arg);
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             if (!strcmp(t, "transformer")) {
@@ -1106,8 +1319,9 @@ int main(int argc, char **argv)
             } else if (!strcmp(t, "small")) {
                 for (int d = 0; d < o.ndt; d++)
                     suite_small(&all, o.dt_order[d]);
-            } else {
-                fprintf(stderr, PROG ": unknown suite '%s' (transformer, adaptive, small)\n", t);
+            } else if (suite_file(&all, t, o.dt_order, o.ndt, o.quick) != 0) {
+                fprintf(stderr, PROG ": unknown suite '%s' (transformer, adaptive, small, or a "
+                        "readable file: %s)\n", t, strerror(errno));
                 return 2;
             }
         }
@@ -1116,12 +1330,19 @@ int main(int argc, char **argv)
         for (int i = 0; i < shapes.n; i++)
             add_case(&all, S_SHAPE, o.dt_order[d], shapes.v[i].m, shapes.v[i].n, shapes.v[i].k);
     free(shapes.v);
+    int transposed = 0;
+    for (int i = 0; i < all.n; i++)
+        transposed |= all.v[i].ta != 'N' || all.v[i].tb != 'N';
 
     if (o.list) {
-        printf("suite,dtype,m,n,k\n");
-        for (int i = 0; i < all.n; i++)
-            printf("%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 "\n", suite_name[all.v[i].suite],
-                   dt_name[all.v[i].dt], all.v[i].m, all.v[i].n, all.v[i].k);
+        printf("suite,dtype,m,n,k,op,case\n");
+        for (int i = 0; i < all.n; i++) {
+            const gcase *c = &all.v[i];
+            char suite[sizeof c->suite], name[sizeof c->name];
+            printf("%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%c%c,%s\n",
+                   csv_field(c->suite, suite, sizeof suite), dt_name[c->dt], c->m, c->n, c->k,
+                   c->ta, c->tb, csv_field(c->name, name, sizeof name));
+        }
         free(all.v);
         return 0;
     }
@@ -1170,7 +1391,7 @@ int main(int argc, char **argv)
         printf("ERROR: vx_cuda_set_stream: %s: %s\n", vx_status_string(vs), vx_last_error());
         return 1;
     }
-    print_machine(&o, &prop);
+    print_machine(&o, &prop, transposed);
 
     /* One set of buffers for every case: A and B are prefixes of random data. */
     dbufs d = {.loaded_dt = -1};
@@ -1203,7 +1424,7 @@ int main(int argc, char **argv)
             return 2;
         }
         fprintf(g_csv, "suite,dtype,mode,m,n,k,vortex_us,cublas_us,speedup,rel_err,plan,splits,"
-                       "predicted_us,reps,status\n");
+                       "predicted_us,reps,status,op,case\n");
     }
     if (o.max_seconds > 0)
         printf("budget:   %.3g s (--max-seconds)\n", o.max_seconds);
@@ -1219,7 +1440,8 @@ int main(int argc, char **argv)
     int mismatches = 0, errors = 0, run_count = 0, stopped = 0, held = 0;
     for (int i = 0; i < all.n;) {
         int j = i;
-        while (j < all.n && all.v[j].suite == all.v[i].suite && all.v[j].dt == all.v[i].dt)
+        while (j < all.n && all.v[j].kind == all.v[i].kind &&
+               !strcmp(all.v[j].suite, all.v[i].suite) && all.v[j].dt == all.v[i].dt)
             j++;
         print_header(&all.v[i]);
         for (int c = i; c < j; c++) {

@@ -7,7 +7,9 @@ Reads any mix of the three CSV formats the runners write:
                            written before the dynamic mode existed)
   vortex-bench-conv       (suite,case,layout,mode,...,gflop,library,time_us,...;
                            its suites are shown as conv/<suite>)
-  vortex-bench-gemm-cuda  (suite,dtype,mode,m,n,k,vortex_us,cublas_us,speedup,...)
+  vortex-bench-gemm-cuda  (suite,dtype,mode,m,n,k,vortex_us,cublas_us,speedup,...
+                           [,op,case]: cases are named by the case column
+                           where there is one, else MxNxK)
 and, per suite x baseline x variant (layout / mode / dtype), writes
   speedup-<group>.png   speedup (baseline time / Vortex time) against the
                         problem's GFLOP, log-log, like the paper's Fig. 12
@@ -40,11 +42,13 @@ def read_groups(paths):
         cols = rows[0].keys()
         if 'cublas_us' in cols:                                   # GPU GEMM
             for r in rows:
-                if r.get('status', 'ok').startswith('ok') and float(r['vortex_us']) > 0:
+                if (r.get('status') or 'ok').startswith('ok') and float(r['vortex_us']) > 0:
                     variant = r['dtype'] + ('' if r['mode'] == 'auto' else '-' + r['mode'])
+                    # the case column (newer CSVs) names the case; older ones: MxNxK
+                    case = r.get('case') or '%sx%sx%s' % (r['m'], r['n'], r['k'])
                     groups[(r['suite'], 'cuBLAS', variant)].append(
                         (gemm_gflop(r['m'], r['n'], r['k']), float(r['cublas_us']) / float(r['vortex_us']),
-                         '%sx%sx%s' % (r['m'], r['n'], r['k'])))
+                         case))
         elif 'library' in cols:                                   # CPU GEMM or conv
             conv = 'layout' in cols
             by_case = collections.defaultdict(dict)
