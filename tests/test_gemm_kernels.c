@@ -26,6 +26,7 @@ static const char *path_name(vx_path p)
     case VX_PATH_PACK_B: return "pack_b";
     case VX_PATH_DIRECT: return "direct";
     case VX_PATH_CONV_DIRECT: return "conv_direct";
+    case VX_PATH_GEMV: return "gemv";
     }
     return "?";
 }
@@ -381,9 +382,15 @@ static void check_plan(vx_isa isa)
                                  threads[t], pd);
                         cr_assert_eq(p.isa, isa, "isa field wrong: %s", d);
                         cr_assert(p.path == VX_PATH_PACKED || p.path == VX_PATH_PACK_B ||
-                                      p.path == VX_PATH_DIRECT,
+                                      p.path == VX_PATH_DIRECT ||
+                                      (p.path == VX_PATH_GEMV && (sh.m == 1 || sh.n == 1)),
                                   "path %d: %s", p.path, d);
-                        cr_assert(p.path != VX_PATH_DIRECT || sh.b_unit_stride,
+                        /* A GEMV plan carries the best GEMM plan to fall back on. */
+                        const vx_path gemm_path = p.path == VX_PATH_GEMV ? p.fallback : p.path;
+                        cr_assert(gemm_path == VX_PATH_PACKED || gemm_path == VX_PATH_PACK_B ||
+                                      gemm_path == VX_PATH_DIRECT,
+                                  "fallback path %d: %s", gemm_path, d);
+                        cr_assert(gemm_path != VX_PATH_DIRECT || sh.b_unit_stride,
                                   "direct path without unit-stride B: %s", d);
                         cr_assert(p.family >= 0 && p.family < set->nfamilies, "family %d: %s",
                                   p.family, d);
@@ -392,7 +399,7 @@ static void check_plan(vx_isa isa)
                                      d);
                         cr_assert(p.mr >= 1 && p.mr <= fam->mr_max, "mr %d (mr_max %d): %s",
                                   p.mr, fam->mr_max, d);
-                        if (p.path == VX_PATH_PACKED)
+                        if (gemm_path == VX_PATH_PACKED)
                             cr_assert(p.mc > 0 && p.kc > 0 && p.nc > 0,
                                       "packed path without blocks: %s", d);
                         cr_assert(p.mc >= 0 && p.mc % p.mr == 0, "mc %lld %% mr %d != 0: %s",

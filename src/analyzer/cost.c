@@ -43,6 +43,17 @@ static double bw_for(const vx_device_desc *d, double bytes, int t)
     return shared < own ? shared : own;
 }
 
+double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
+{
+    if (threads < 1)
+        threads = 1;
+    const double len = (double)(p->m == 1 ? p->n : p->m);
+    const double bytes = (double)d->elem_bytes * len * (double)p->k;
+    /* Each unit streams its share from the level that holds it. */
+    const double bw = bw_for(d, bytes / threads, threads) * threads;
+    return d->call_ns + (threads > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) + bytes / bw;
+}
+
 /* ns per element copied into A's and B's buffers: the measured packing
  * rate, plus, for a gathered operand (a convolution's patches), the fixed
  * cost of starting each contiguous run it is gathered from. */

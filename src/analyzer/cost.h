@@ -27,6 +27,12 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
 int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
                    vx_choice *out, int max, int *considered);
 
+/* Predicted nanoseconds for a matrix-vector product (m or n is 1) on
+ * `threads` units: the matrix streamed once, in place, from the smallest
+ * memory level that holds it, plus the call and the parallel region. There
+ * is no reuse to block for, so there are no candidates to search. */
+double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
+
 /* The effective k block of an L1 candidate for this k: k split into equal
  * blocks of at most kc, rounded up to a multiple of 8 (no sliver at the end). */
 int64_t vx_cost_kc(int64_t kc, int64_t k);

@@ -97,6 +97,35 @@ static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
         p->nc = n_up;
 }
 
+/* A matrix-vector product on plain matrices (a convolution's gathered or
+ * in-place patches keep the GEMM paths). */
+static int gemv_shape(const vx_gemm_shape *s)
+{
+    return (s->m == 1 || s->n == 1) && !s->a_gathered && !s->b_gathered && s->a_seg == 0 &&
+           s->a_row == 0 && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+}
+
+/* The matrix-vector plan on the cheaper of one unit and all of them. It
+ * carries base (the best GEMM plan) for the driver to fall back on. */
+static vx_priced_plan gemv_plan(const vx_cpu_model *M, const vx_problem *p, int max_threads,
+                                const vx_gemm_plan *base)
+{
+    vx_priced_plan r;
+    r.plan = *base;
+    r.plan.fallback = base->path;
+    r.plan.path = VX_PATH_GEMV;
+    r.plan.threads = 1;
+    r.predicted_ns = vx_cost_gemv(&M->desc, p, 1);
+    if (max_threads > 1) {
+        const double ns = vx_cost_gemv(&M->desc, p, max_threads);
+        if (ns < r.predicted_ns) {
+            r.predicted_ns = ns;
+            r.plan.threads = max_threads;
+        }
+    }
+    return r;
+}
+
 int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_plan *out, int max)
 {
     const vx_cpu_model *M = vx_cpu_model_get(isa);
@@ -114,6 +143,11 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
             return fallback(s, isa, out);
         plan_of(M, s, isa, &ch, &out[0].plan);
         out[0].predicted_ns = ch.ns;
+        if (gemv_shape(s)) {
+            const vx_priced_plan v = gemv_plan(M, &p, max_threads, &out[0].plan);
+            if (v.predicted_ns < out[0].predicted_ns)
+                out[0] = v;
+        }
         return 1;
     }
     /* Everything, then drop plans that would run identically. */
@@ -141,6 +175,19 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
         distinct++;
     }
     free(ch);
+    if (distinct > 0 && gemv_shape(s)) { /* ranked in among the GEMM plans */
+        const vx_priced_plan v = gemv_plan(M, &p, max_threads, &out[0].plan);
+        int at = 0;
+        const int kept = distinct < max ? distinct : max;
+        while (at < kept && out[at].predicted_ns <= v.predicted_ns)
+            at++;
+        if (at < max) {
+            for (int j = (kept < max ? kept : max - 1); j > at; j--)
+                out[j] = out[j - 1];
+            out[at] = v;
+        }
+        distinct++;
+    }
     return distinct > 0 ? distinct : fallback(s, isa, out);
 }
 
@@ -241,7 +288,11 @@ void vx_plan_set_override(const vx_gemm_plan *o)
 
 void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
 {
-    static const char *paths[] = { "auto", "packed", "pack_b", "direct", "conv_direct", "?", "?", "?" };
+    static const char *paths[] = { "auto", "packed", "pack_b", "direct", "conv_direct", "gemv", "?", "?" };
+    if (p->path == VX_PATH_GEMV) {
+        snprintf(buf, (size_t)len, "gemv %s threads=%d", vx_ukernels(p->isa)->name, p->threads);
+        return;
+    }
     if (p->path == VX_PATH_CONV_DIRECT) {
         snprintf(buf, (size_t)len, "conv_direct %s threads=%d", vx_ukernels(p->isa)->name, p->threads);
         return;

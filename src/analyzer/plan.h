@@ -12,7 +12,8 @@ typedef enum {
     VX_PATH_PACKED = 1,   /* L1 blocking, A and B packed into CacheBuffers */
     VX_PATH_PACK_B = 2,   /* A in place, B packed per nr panel (no blocking) */
     VX_PATH_DIRECT = 3,   /* A and B in place (needs unit-stride B rows) */
-    VX_PATH_CONV_DIRECT = 4 /* convolution only: the direct (depthwise) kernel family */
+    VX_PATH_CONV_DIRECT = 4, /* convolution only: the direct (depthwise) kernel family */
+    VX_PATH_GEMV = 5      /* m == 1 or n == 1: the matrix streamed once (cpu/gemv.h) */
 } vx_path;
 
 /* The shape the planner sees (after the API has canonicalised the call so
@@ -41,6 +42,9 @@ typedef struct {
     int64_t mc, kc, nc;   /* L1 block: mc % mr == 0, nc % nr == 0 */
     int threads_m, threads_n; /* L2 grid of cells over C */
     int threads;          /* threads that share the cells (<= cells) */
+    vx_path fallback;     /* VX_PATH_GEMV only: the best GEMM path, whose tile and
+                             blocks the fields above hold, for a problem the
+                             matrix-vector kernels cannot take (odd strides) */
 } vx_gemm_plan;
 
 /* Fill *out for this shape, ISA and thread budget. Never fails. */

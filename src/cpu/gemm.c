@@ -2,12 +2,13 @@
 
 #include <stdatomic.h>
 
+#include "cpu/gemv.h"
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
 #include "status.h"
 
-enum { SLOT_WORK = 0 };
+enum { SLOT_WORK = 0, SLOT_VECTOR = 2 };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -200,8 +201,145 @@ static void task(void *ctx, int tid, int nthreads)
     }
 }
 
-vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used)
+/* ---- the matrix-vector path (m == 1 or n == 1) ---------------------------- */
+
+/* The call as one of gemv.h's two forms: an output vector y of len elements
+ * (stride incy), a matrix read in place, a vector x of k elements. */
+typedef struct {
+    const vx_gemm_args *g;
+    const vx_gemv_kernels *K;
+    int dot;                 /* dot form (matrix rows along k), else axpy */
+    int64_t len;
+    int64_t ldm, incx, incy; /* matrix row stride; x and y strides */
+    int x_is_a;              /* x comes from A (m == 1), else from B */
+    int64_t chunk, chunks;   /* output elements per cell, cells per item */
+    float *xbuf;             /* dot form with a strided x: contiguous copies, k per item */
+    atomic_llong next_cell;
+} gemv_job;
+
+/* Fill the form for g; 0 when neither form fits its strides. */
+static int gemv_form(const vx_gemm_args *g, gemv_job *J)
 {
+    if (g->gather_a || g->gather_b || (g->m != 1 && g->n != 1))
+        return 0;
+    if (g->n == 1) { /* y = C's column, the matrix is A, x is B's column */
+        J->len = g->m;
+        J->incy = g->c_rs;
+        J->x_is_a = 0;
+        J->incx = g->b_rs;
+        if (g->a_cs == 1) {
+            J->dot = 1;
+            J->ldm = g->a_rs;
+        } else if (g->a_rs == 1) {
+            J->dot = 0;
+            J->ldm = g->a_cs;
+        } else {
+            return 0;
+        }
+    } else { /* m == 1: y = C's row, the matrix is B, x is A's row */
+        J->len = g->n;
+        J->incy = 1;
+        J->x_is_a = 1;
+        J->incx = g->a_cs;
+        if (g->b_cs == 1) {
+            J->dot = 0;
+            J->ldm = g->b_rs;
+        } else if (g->b_rs == 1) {
+            J->dot = 1;
+            J->ldm = g->b_cs;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void gemv_task(void *ctx, int tid, int nthreads)
+{
+    gemv_job *J = ctx;
+    const vx_gemm_args *g = J->g;
+    const int64_t cells = J->chunks * (g->batch > 0 ? g->batch : 1);
+    (void)tid;
+    (void)nthreads;
+    for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
+        const int64_t item = cell / J->chunks;
+        const int64_t lo = (cell % J->chunks) * J->chunk;
+        const int64_t n = min64(J->chunk, J->len - lo);
+        if (n <= 0)
+            continue;
+        const item_view v = view_of(g, item);
+        const float *mat = J->x_is_a ? v.b : v.a;
+        const float *x = J->x_is_a ? v.a : v.b;
+        /* The bias along y is per element; the one along the unit dimension is a scalar. */
+        const float *bias_y = J->x_is_a ? v.bias_col : v.bias_row;
+        const float *bias_1 = J->x_is_a ? v.bias_row : v.bias_col;
+        const vx_gemv_store st = {g->alpha, g->beta, g->epilogue && bias_y ? bias_y + lo : NULL,
+                                  g->epilogue && bias_1 ? bias_1[0] : 0.0f, g->epilogue && g->relu};
+        float *y = v.c + lo * J->incy;
+        if (J->dot) {
+            const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
+            J->K->dot(n, g->k, mat + lo * J->ldm, J->ldm, xc, y, J->incy, &st);
+        } else {
+            J->K->axpy(n, g->k, mat + lo, J->ldm, x, J->incx, y, J->incy, &st);
+        }
+    }
+}
+
+/* Splits y over the threads in multiples of the kernel's step; a dot form
+ * with a strided x reads a contiguous copy of it (k floats per item). */
+static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_job *J, int *threads_used)
+{
+    const int64_t items = g->batch > 0 ? g->batch : 1;
+    J->K = vx_gemv_kernels_for(plan->isa);
+    const int64_t unit = J->dot ? J->K->dot_rows : J->K->axpy_cols;
+    const int threads = plan->threads < 1 ? 1 : plan->threads;
+    const int64_t per = (J->len + threads - 1) / threads;
+    J->chunk = (per + unit - 1) / unit * unit;
+    J->chunks = (J->len + J->chunk - 1) / J->chunk;
+    J->xbuf = NULL;
+    if (J->dot && J->incx != 1) {
+        if (!(J->xbuf = vx_scratch(SLOT_VECTOR, (size_t)(items * g->k))))
+            return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for a %lld-float vector copy",
+                           (long long)(items * g->k));
+        for (int64_t it = 0; it < items; it++) {
+            const item_view v = view_of(g, it);
+            const float *x = J->x_is_a ? v.a : v.b;
+            for (int64_t p = 0; p < g->k; p++)
+                J->xbuf[it * g->k + p] = x[p * J->incx];
+        }
+    }
+    atomic_init(&J->next_cell, 0);
+    const int64_t cells = J->chunks * items;
+    const int t = cells < threads ? (int)cells : threads;
+    const int used = t > 1 ? vx_pool_run(gemv_task, J, t) : (gemv_task(J, 0, 1), 1);
+    if (threads_used)
+        *threads_used = used;
+    return VX_OK;
+}
+
+vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *threads_used)
+{
+    vx_gemm_plan fixed;
+    const vx_gemm_plan *plan = plan_in;
+    if (plan->path == VX_PATH_GEMV) {
+        gemv_job V = {0};
+        V.g = g;
+        if (gemv_form(g, &V))
+            return run_gemv(g, plan, &V, threads_used);
+        /* Strides neither form takes: the GEMM plan the GEMV one carries. */
+        fixed = *plan;
+        fixed.path = plan->fallback != VX_PATH_AUTO && plan->fallback != VX_PATH_GEMV ? plan->fallback
+                                                                                      : VX_PATH_PACKED;
+        if (fixed.path == VX_PATH_PACKED && (fixed.mc < fixed.mr || fixed.nc < fixed.nr)) {
+            fixed.mc = fixed.mr * 16;
+            fixed.nc = fixed.nr * 16;
+        }
+        if (fixed.path == VX_PATH_DIRECT && (g->b_cs != 1 || g->gather_b))
+            fixed.path = VX_PATH_PACK_B;
+        if (g->gather_a)
+            fixed.path = VX_PATH_PACKED;
+        plan = &fixed;
+    }
     const vx_ukernel_set *set = vx_ukernels(plan->isa);
     if (plan->family < 0 || plan->family >= set->nfamilies || plan->mr < 1 ||
         plan->mr > set->families[plan->family].mr_max)

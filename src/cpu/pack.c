@@ -172,7 +172,7 @@ void vx_pack_rows_t(const float *const *src, int nrows, int64_t len, float *dst,
     }
 }
 
-enum { SLOTS = 2 };
+enum { SLOTS = 3 }; /* 0: GEMM packing, 1: conv filters, 2: GEMV vector copies */
 
 typedef struct {
     float *buf[SLOTS];

@@ -1,0 +1,44 @@
+/* L0 for matrix-vector products (m == 1 or n == 1 after canonicalisation).
+ *
+ * With one operand a vector there is nothing to reuse: a GEMM tile would
+ * waste all but one of its columns (or rows), and packing would copy the
+ * matrix once more. These kernels stream the matrix once, in place, and are
+ * bound by the bandwidth of wherever it lives. One source (gemv_kernels.c)
+ * is compiled once per ISA with that ISA's flags.
+ *
+ * Two forms, by which way the matrix is contiguous:
+ *   dot : y[i] = alpha * sum_p M[i*ldm + p] * x[p]        (rows along k)
+ *   axpy: y[j] = alpha * sum_p x[p*incx] * M[p*ldm + j]   (rows along y)
+ * and the store of every element, for i (or j) < len:
+ *   y[i*incy] = act(alpha*acc + beta*y[i*incy] + bias_scalar + bias_vec[i])
+ * where beta == 0 never reads y, bias_vec may be NULL and act is max(0, .)
+ * when relu. */
+#ifndef VX_CPU_GEMV_H
+#define VX_CPU_GEMV_H
+
+#include <stdint.h>
+
+#include "cpu/ukernel.h"
+
+typedef struct {
+    float alpha, beta;
+    const float *bias_vec; /* len values, or NULL */
+    float bias_scalar;
+    int relu;
+} vx_gemv_store;
+
+typedef void (*vx_gemv_dot_fn)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *x,
+                               float *y, int64_t incy, const vx_gemv_store *st);
+typedef void (*vx_gemv_axpy_fn)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *x,
+                                int64_t incx, float *y, int64_t incy, const vx_gemv_store *st);
+
+typedef struct {
+    vx_gemv_dot_fn dot;
+    vx_gemv_axpy_fn axpy;
+    int dot_rows;   /* rows one dot step computes: split work in multiples of it */
+    int axpy_cols;  /* columns one axpy step computes */
+} vx_gemv_kernels;
+
+const vx_gemv_kernels *vx_gemv_kernels_for(vx_isa isa);
+
+#endif

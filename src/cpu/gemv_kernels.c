@@ -1,0 +1,158 @@
+/* The matrix-vector kernels of gemv.h for one ISA: compiled once per ISA
+ * (meson: -DVX_GEMV_VEC_BYTES=32 with AVX2 flags, 64 with AVX-512 flags) so
+ * the same GNU C vector code becomes that ISA's instructions, FMAs included
+ * (-ffp-contract=fast). */
+#include "cpu/gemv.h"
+
+#include <string.h>
+
+#ifndef VX_GEMV_VEC_BYTES
+#error "compile with -DVX_GEMV_VEC_BYTES=32 (AVX2) or 64 (AVX-512)"
+#endif
+#define W (VX_GEMV_VEC_BYTES / 4)
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(name) CAT(CAT(vx_gemv_, name), CAT(_v, VX_GEMV_VEC_BYTES))
+
+/* Unaligned, alias-safe vector access. */
+typedef float vf __attribute__((vector_size(VX_GEMV_VEC_BYTES), aligned(4), may_alias));
+
+static inline vf ld(const float *p) { return *(const vf *)p; }
+static inline void st(float *p, vf v) { *(vf *)p = v; }
+static inline vf splat(float s) { return (vf){0} + s; }
+
+static inline float hsum(vf v)
+{
+    float s = 0;
+    for (int i = 0; i < W; i++)
+        s += v[i];
+    return s;
+}
+
+static inline float store_one(float acc, float *y, const vx_gemv_store *s, int64_t i)
+{
+    float v = s->alpha * acc;
+    if (s->beta != 0.0f)
+        v += s->beta * *y;
+    v += s->bias_scalar;
+    if (s->bias_vec)
+        v += s->bias_vec[i];
+    if (s->relu && !(v > 0.0f))
+        v = 0.0f;
+    return v;
+}
+
+/* Four rows at a time, two vectors of k per row in flight (eight
+ * accumulators hide the FMA latency); x is read once per four rows, from
+ * L1. The k remainder is scalar. */
+void FN(dot)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *x, float *y,
+             int64_t incy, const vx_gemv_store *s)
+{
+    int64_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        const float *r0 = m + i * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
+        vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        int64_t p = 0;
+        for (; p + 2 * W <= k; p += 2 * W) {
+            const vf x0 = ld(x + p), x1 = ld(x + p + W);
+            a0 += ld(r0 + p) * x0;
+            b0 += ld(r0 + p + W) * x1;
+            a1 += ld(r1 + p) * x0;
+            b1 += ld(r1 + p + W) * x1;
+            a2 += ld(r2 + p) * x0;
+            b2 += ld(r2 + p + W) * x1;
+            a3 += ld(r3 + p) * x0;
+            b3 += ld(r3 + p + W) * x1;
+        }
+        for (; p + W <= k; p += W) {
+            const vf x0 = ld(x + p);
+            a0 += ld(r0 + p) * x0;
+            a1 += ld(r1 + p) * x0;
+            a2 += ld(r2 + p) * x0;
+            a3 += ld(r3 + p) * x0;
+        }
+        float s0 = hsum(a0 + b0), s1 = hsum(a1 + b1), s2 = hsum(a2 + b2), s3 = hsum(a3 + b3);
+        for (; p < k; p++) {
+            s0 += r0[p] * x[p];
+            s1 += r1[p] * x[p];
+            s2 += r2[p] * x[p];
+            s3 += r3[p] * x[p];
+        }
+        float *yi = y + i * incy;
+        yi[0] = store_one(s0, yi, s, i);
+        yi[incy] = store_one(s1, yi + incy, s, i + 1);
+        yi[2 * incy] = store_one(s2, yi + 2 * incy, s, i + 2);
+        yi[3 * incy] = store_one(s3, yi + 3 * incy, s, i + 3);
+    }
+    for (; i < len; i++) {
+        const float *r0 = m + i * ldm;
+        vf a0 = {0}, b0 = {0};
+        int64_t p = 0;
+        for (; p + 2 * W <= k; p += 2 * W) {
+            a0 += ld(r0 + p) * ld(x + p);
+            b0 += ld(r0 + p + W) * ld(x + p + W);
+        }
+        for (; p + W <= k; p += W)
+            a0 += ld(r0 + p) * ld(x + p);
+        float s0 = hsum(a0 + b0);
+        for (; p < k; p++)
+            s0 += r0[p] * x[p];
+        y[i * incy] = store_one(s0, y + i * incy, s, i);
+    }
+}
+
+/* y block store: contiguous y with the plain store in vectors. */
+static void store_block(const float *acc, int64_t nb, float *y, int64_t incy, int64_t j0,
+                        const vx_gemv_store *s)
+{
+    int64_t j = 0;
+    if (incy == 1 && s->beta == 0.0f && s->bias_scalar == 0.0f && !s->relu) {
+        const vf al = splat(s->alpha);
+        for (; j + W <= nb; j += W) {
+            vf v = al * ld(acc + j);
+            if (s->bias_vec)
+                v += ld(s->bias_vec + j0 + j);
+            st(y + j0 + j, v);
+        }
+    }
+    for (; j < nb; j++)
+        y[(j0 + j) * incy] = store_one(acc[j], y + (j0 + j) * incy, s, j0 + j);
+}
+
+/* Rows stream in order, four at a time, each one's block of NB columns
+ * contiguous (whole pages: one TLB miss per page and the prefetchers see
+ * plain sequential streams); the partial sums of the block stay in an
+ * L1-resident buffer. Walking strips of columns down all rows instead would
+ * touch a new page per row per strip. */
+void FN(axpy)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *x, int64_t incx,
+              float *y, int64_t incy, const vx_gemv_store *s)
+{
+    enum { NB = 2048 };
+    float acc[NB] __attribute__((aligned(64)));
+    for (int64_t j0 = 0; j0 < len; j0 += NB) {
+        const int64_t nb = len - j0 < NB ? len - j0 : NB, nv = nb / W * W;
+        memset(acc, 0, sizeof(float) * (size_t)nb);
+        int64_t p = 0;
+        for (; p + 4 <= k; p += 4) {
+            const float *r0 = m + p * ldm + j0, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
+            const float x0 = x[p * incx], x1 = x[(p + 1) * incx], x2 = x[(p + 2) * incx],
+                        x3 = x[(p + 3) * incx];
+            const vf v0 = splat(x0), v1 = splat(x1), v2 = splat(x2), v3 = splat(x3);
+            for (int64_t j = 0; j < nv; j += W)
+                st(acc + j, ld(acc + j) + v0 * ld(r0 + j) + v1 * ld(r1 + j) + v2 * ld(r2 + j) +
+                                v3 * ld(r3 + j));
+            for (int64_t j = nv; j < nb; j++)
+                acc[j] += x0 * r0[j] + x1 * r1[j] + x2 * r2[j] + x3 * r3[j];
+        }
+        for (; p < k; p++) {
+            const float *r0 = m + p * ldm + j0;
+            const float x0 = x[p * incx];
+            const vf v0 = splat(x0);
+            for (int64_t j = 0; j < nv; j += W)
+                st(acc + j, ld(acc + j) + v0 * ld(r0 + j));
+            for (int64_t j = nv; j < nb; j++)
+                acc[j] += x0 * r0[j];
+        }
+        store_block(acc, nb, y, incy, j0, s);
+    }
+}

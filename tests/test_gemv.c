@@ -1,0 +1,209 @@
+/* The matrix-vector path (m == 1 or n == 1; src/cpu/gemv.h):
+ *  - dyn_gemm forced onto it (vx_plan_set_override) for every layout and
+ *    transpose, output lengths around the kernels' steps, k around the
+ *    vector width, padded leading dimensions, alpha/beta incl. beta = 0 over
+ *    NaN, one and two threads, both ISAs;
+ *  - the kernels called directly with the fused store (bias per element, a
+ *    scalar bias, ReLU) and strided y;
+ *  - the planner ranks a GEMV plan for m == 1 / n == 1 only, and prices it
+ *    below packing for a matrix that streams from memory. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/plan.h"
+#include "analyzer/select.h"
+#include "cpu/gemv.h"
+#include "ref.h"
+#include "vt_isa.h"
+
+#define TMO 200.0
+
+static void force_gemv(int threads)
+{
+    vx_gemm_plan ov;
+    memset(&ov, 0, sizeof ov);
+    ov.path = VX_PATH_GEMV;
+    ov.threads = threads;
+    vx_plan_set_override(&ov);
+}
+
+/* Every (layout, transa, transb) with the vector on either side. */
+static void sweep(vx_isa isa, int threads)
+{
+    static const int64_t lens[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65, 127, 128, 129, 257};
+    static const int64_t ks[] = {1, 3, 8, 16, 17, 33, 100};
+    static const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 0.3f}, {0.7f, 1.0f}};
+    char tag[64];
+    snprintf(tag, sizeof tag, "forced gemv, %s, %d thread(s)", vt_isa_name(isa), threads);
+    force_gemv(threads);
+    int cases = 0;
+    for (int combo = 0; combo < 8; combo++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int side = 0; side < 2; side++) {
+                    const int v = (int)(cases++ % 3);
+                    vt_case c = side ? vt_case_make(1, lens[li], ks[ki]) : vt_case_make(lens[li], 1, ks[ki]);
+                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                    c.alpha = ab[v][0];
+                    c.beta = ab[v][1];
+                    c.cinit = c.beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
+                    c.lda_pad = (combo + li) % 3 == 0 ? 5 : 0;
+                    c.ldb_pad = (combo + ki) % 2 ? 3 : 0;
+                    c.ldc_pad = side ? 0 : 2;
+                    c.seed = 1000u + (uint64_t)cases;
+                    c.tag = tag;
+                    vt_check(&c);
+                }
+    vx_plan_set_override(NULL);
+}
+
+VT_ISA_TEST(gemv, sweep_one_thread, TMO) { sweep(vt_isa, 1); }
+VT_ISA_TEST(gemv, sweep_two_threads, TMO) { sweep(vt_isa, 2); }
+
+/* Big enough that both threads get work and both kernels' main loops run
+ * many strips; the planner's own choice (no override). */
+VT_ISA_TEST(gemv, large_unforced, TMO)
+{
+    static const int64_t shapes[][3] = {{1, 4099, 1000}, {3001, 1, 777}, {1, 1, 5000}, {1, 640, 2048}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int combo = 0; combo < 8; combo++) {
+            vt_case c = vt_case_make(shapes[s][0], shapes[s][1], shapes[s][2]);
+            vt_combo(combo, &c.layout, &c.ta, &c.tb);
+            c.cinit = VT_C_NAN;
+            c.seed = 77u + (uint64_t)(s * 8 + (size_t)combo);
+            c.tag = vt_isa_name(vt_isa);
+            vt_check(&c);
+        }
+}
+
+/* The kernels' store stage: y[i*incy] = act(alpha*acc + beta*y + scalar + vec[i]). */
+VT_ISA_TEST(gemv, kernels_fused_store, TMO)
+{
+    const vx_gemv_kernels *K = vx_gemv_kernels_for(vt_isa);
+    cr_assert(K && K->dot && K->axpy && K->dot_rows > 0 && K->axpy_cols > 0, "no gemv kernels for %s",
+              vt_isa_name(vt_isa));
+    vt_rng r;
+    vt_rng_seed(&r, 42);
+    static const int64_t lens[] = {1, 3, 4, 5, 33, 150};
+    for (int form = 0; form < 2; form++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (int var = 0; var < 4; var++) {
+                const int64_t len = lens[li], k = 37, incy = var & 1 ? 3 : 1;
+                const int64_t ldm = form ? len + 2 : k + 1, incx = form && (var & 2) ? 2 : 1;
+                float *m = malloc(sizeof(float) * (size_t)(form ? k * ldm : len * ldm));
+                float *x = malloc(sizeof(float) * (size_t)(k * incx));
+                float *y = malloc(sizeof(float) * (size_t)(len * incy));
+                float *bias = malloc(sizeof(float) * (size_t)len);
+                const int64_t mcount = form ? k * ldm : len * ldm;
+                for (int64_t i = 0; i < mcount; i++)
+                    m[i] = vt_rng_float(&r);
+                for (int64_t i = 0; i < k * incx; i++)
+                    x[i] = vt_rng_float(&r);
+                for (int64_t i = 0; i < len; i++)
+                    bias[i] = vt_rng_float(&r);
+                const float beta = var >= 2 ? 0.5f : 0.0f;
+                for (int64_t i = 0; i < len * incy; i++)
+                    y[i] = beta == 0.0f ? NAN : vt_rng_float(&r);
+                double *want = malloc(sizeof(double) * (size_t)len);
+                const vx_gemv_store st = {0.75f, beta, var & 1 ? bias : NULL, var == 2 ? 0.25f : 0.0f,
+                                          var != 1};
+                for (int64_t i = 0; i < len; i++) {
+                    double acc = 0;
+                    for (int64_t p = 0; p < k; p++)
+                        acc += form ? (double)x[p * incx] * m[p * ldm + i] : (double)m[i * ldm + p] * x[p];
+                    double v = st.alpha * acc + (beta != 0.0f ? beta * (double)y[i * incy] : 0.0) +
+                               st.bias_scalar + (st.bias_vec ? st.bias_vec[i] : 0.0);
+                    want[i] = st.relu && v < 0 ? 0.0 : v;
+                }
+                if (form)
+                    K->axpy(len, k, m, ldm, x, incx, y, incy, &st);
+                else
+                    K->dot(len, k, m, ldm, x, y, incy, &st);
+                for (int64_t i = 0; i < len; i++) {
+                    const double got = y[i * incy];
+                    cr_assert(fabs(got - want[i]) <= 1e-5 * (1.0 + fabs(want[i])),
+                              "%s %s len=%lld incy=%lld variant %d: y[%lld] = %g, want %g",
+                              vt_isa_name(vt_isa), form ? "axpy" : "dot", (long long)len,
+                              (long long)incy, var, (long long)i, got, want[i]);
+                }
+                if (incy > 1)
+                    for (int64_t i = 0; i < len * incy; i++)
+                        if (i % incy)
+                            cr_assert(beta != 0.0f || isnan(y[i]), "%s wrote y[%lld] between the strided elements",
+                                      form ? "axpy" : "dot", (long long)i);
+                free(m);
+                free(x);
+                free(y);
+                free(bias);
+                free(want);
+            }
+}
+
+static int has_gemv(const vx_priced_plan *p, int n, double *ns, double *best_other)
+{
+    int found = 0;
+    *best_other = INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (p[i].plan.path == VX_PATH_GEMV) {
+            found = 1;
+            *ns = p[i].predicted_ns;
+        } else if (p[i].predicted_ns < *best_other) {
+            *best_other = p[i].predicted_ns;
+        }
+    }
+    return found;
+}
+
+Test(gemv, planner_ranks_it_for_vectors_only, .timeout = TMO)
+{
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    enum { MAX = 4096 };
+    vx_priced_plan *p = malloc(sizeof *p * MAX);
+    static const int64_t vec[][3] = {{1, 4096, 4096}, {4096, 1, 4096}, {1, 1, 100}, {1, 300, 7}};
+    for (size_t s = 0; s < sizeof vec / sizeof *vec; s++) {
+        vx_gemm_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.m = vec[s][0];
+        sh.n = vec[s][1];
+        sh.k = vec[s][2];
+        sh.a_unit_stride = sh.b_unit_stride = 1;
+        const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
+        double g = 0, other = 0;
+        cr_assert(has_gemv(p, n < MAX ? n : MAX, &g, &other), "%lldx%lldx%lld: no gemv plan among %d",
+                  (long long)sh.m, (long long)sh.n, (long long)sh.k, n);
+        for (int i = 1; i < (n < MAX ? n : MAX); i++)
+            cr_assert(p[i].predicted_ns >= p[i - 1].predicted_ns, "ranking not sorted at %d", i);
+        if (sh.m * sh.n * sh.k >= 4096 * 4096)
+            cr_assert(g < other, "%lldx%lldx%lld: gemv priced %.0f ns, not below the best GEMM plan %.0f ns",
+                      (long long)sh.m, (long long)sh.n, (long long)sh.k, g, other);
+    }
+    static const int64_t mat[][3] = {{2, 4096, 4096}, {4096, 2, 64}, {16, 16, 16}};
+    for (size_t s = 0; s < sizeof mat / sizeof *mat; s++) {
+        vx_gemm_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.m = mat[s][0];
+        sh.n = mat[s][1];
+        sh.k = mat[s][2];
+        sh.a_unit_stride = sh.b_unit_stride = 1;
+        const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
+        double g = 0, other = 0;
+        cr_assert(!has_gemv(p, n < MAX ? n : MAX, &g, &other), "%lldx%lldx%lld is no matrix-vector product "
+                  "but got a gemv plan", (long long)sh.m, (long long)sh.n, (long long)sh.k);
+    }
+    /* A convolution's gathered operand keeps the GEMM paths. */
+    vx_gemm_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.m = 1;
+    sh.n = 500;
+    sh.k = 300;
+    sh.b_gathered = 1;
+    sh.a_unit_stride = 1;
+    const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
+    double g = 0, other = 0;
+    cr_assert(!has_gemv(p, n < MAX ? n : MAX, &g, &other), "a gathered B got a gemv plan");
+    free(p);
+}
