@@ -641,12 +641,6 @@ static void naive_gemm(const bcase *c, float alpha, const float *a, int64_t lda,
         }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void sleep_us(double us)
 {
     if (us <= 0)
@@ -680,29 +674,40 @@ static int over_budget(void)
     return g_deadline > 0 && bench_now() > g_deadline;
 }
 
+/* Tight leading dimensions (ld[0..2] for A, B, C) and element counts of a case. */
+static void case_dims(const bcase *c, int64_t *asz, int64_t *bsz, int64_t *csz, int64_t ld[3])
+{
+    const int64_t acols = c->ta == 'N' ? c->k : c->m, bcols = c->tb == 'N' ? c->n : c->k;
+    ld[0] = acols > 1 ? acols : 1;
+    ld[1] = bcols > 1 ? bcols : 1;
+    ld[2] = c->n > 1 ? c->n : 1;
+    *asz = (c->ta == 'N' ? c->m : c->k) * ld[0];
+    *bsz = (c->tb == 'N' ? c->k : c->n) * ld[1];
+    *csz = c->m * ld[2];
+}
+
 static void run_case(const bcase *c, const options *o, int threads, uint64_t seed, result *r)
 {
     memset(r, 0, sizeof *r);
-    const int64_t arows = c->ta == 'N' ? c->m : c->k, acols = c->ta == 'N' ? c->k : c->m;
-    const int64_t brows = c->tb == 'N' ? c->k : c->n, bcols = c->tb == 'N' ? c->n : c->k;
-    const int64_t lda = acols > 1 ? acols : 1, ldb = bcols > 1 ? bcols : 1,
-                  ldc = c->n > 1 ? c->n : 1;
-    float *a = alloc_floats(arows * lda), *b = alloc_floats(brows * ldb);
-    float *c0 = alloc_floats(c->m * ldc);
+    int64_t asz, bsz, csz, ld[3];
+    case_dims(c, &asz, &bsz, &csz, ld);
+    const int64_t lda = ld[0], ldb = ld[1], ldc = ld[2];
+    float *a = alloc_floats(asz), *b = alloc_floats(bsz);
+    float *c0 = alloc_floats(csz);
     float *cb[NLIB] = {0};
-    fill_random(a, arows * lda, seed * 3 + 1);
-    fill_random(b, brows * ldb, seed * 3 + 2);
+    fill_random(a, asz, seed * 3 + 1);
+    fill_random(b, bsz, seed * 3 + 2);
     if (o->beta != 0)
-        fill_random(c0, c->m * ldc, seed * 3 + 3);
+        fill_random(c0, csz, seed * 3 + 3);
     else
-        memset(c0, 0, (size_t)(c->m * ldc) * sizeof(float));
+        memset(c0, 0, (size_t)csz * sizeof(float));
 
     call_ctx ctx[NLIB];
     for (int l = 0; l < NLIB; l++) {
         if (!lib_on[l])
             continue;
-        cb[l] = alloc_floats(c->m * ldc);
-        memcpy(cb[l], c0, (size_t)(c->m * ldc) * sizeof(float));
+        cb[l] = alloc_floats(csz);
+        memcpy(cb[l], c0, (size_t)csz * sizeof(float));
         ctx[l] = (call_ctx){.lib = l, .c = c, .a = a, .b = b, .cbuf = cb[l], .lda = lda,
                             .ldb = ldb, .ldc = ldc, .alpha = o->alpha, .beta = o->beta,
                             .batch = 1};
@@ -737,7 +742,7 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
             r->mismatch = 1;
     }
     if (nbase == 0 && (double)c->m * c->n * c->k <= 268435456.0) {
-        float *ref = alloc_floats(c->m * ldc);
+        float *ref = alloc_floats(csz);
         naive_gemm(c, o->alpha, a, lda, b, ldb, o->beta, c0, ref, ldc);
         r->relerr[L_VX] = rel_frobenius(cb[L_VX], ref, c->m, c->n, ldc);
         r->verified = 1;
@@ -822,8 +827,7 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
             r->failed = 1;
         }
         double *s = samples + (size_t)l * reps;
-        qsort(s, (size_t)done, sizeof *s, cmp_double);
-        r->time_s[l] = done % 2 ? s[done / 2] : 0.5 * (s[done / 2 - 1] + s[done / 2]);
+        r->time_s[l] = bench_median(s, done);
         r->gflops[l] = 2.0 * (double)c->m * (double)c->n * (double)c->k / r->time_s[l] * 1e-9;
     }
     r->ran = 1;
@@ -840,17 +844,6 @@ static void run_case(const bcase *c, const options *o, int threads, uint64_t see
 }
 
 /* ---- dynamic mode: one suite ------------------------------------------- */
-
-static void case_dims(const bcase *c, int64_t *asz, int64_t *bsz, int64_t *csz, int64_t ld[3])
-{
-    const int64_t acols = c->ta == 'N' ? c->k : c->m, bcols = c->tb == 'N' ? c->n : c->k;
-    ld[0] = acols > 1 ? acols : 1;
-    ld[1] = bcols > 1 ? bcols : 1;
-    ld[2] = c->n > 1 ? c->n : 1;
-    *asz = (c->ta == 'N' ? c->m : c->k) * ld[0];
-    *bsz = (c->tb == 'N' ? c->k : c->n) * ld[1];
-    *csz = c->m * ld[2];
-}
 
 /* The suite's cases in a fresh shuffled order per pass, each library called
  * once per case and pass (rotating which goes first), each call timed alone:
@@ -946,8 +939,7 @@ static void dynamic_suite(const bcase *cs, int ncase, const options *o, int thre
             double *sm = samples + ((size_t)i * NLIB + l) * passes;
             r->first_s[l] = sm[0];
             r->batch[l] = 1;
-            qsort(sm, (size_t)done, sizeof *sm, cmp_double);
-            r->time_s[l] = done % 2 ? sm[done / 2] : 0.5 * (sm[done / 2 - 1] + sm[done / 2]);
+            r->time_s[l] = bench_median(sm, done);
             r->gflops[l] = 2.0 * (double)c->m * (double)c->n * (double)c->k / r->time_s[l] * 1e-9;
         }
     }
