@@ -157,6 +157,20 @@ static int has_gemv(const vx_priced_plan *p, int n, double *ns, double *best_oth
     return found;
 }
 
+/* A plain shape with unit-stride operands (gathered: B comes from a gather). */
+static vx_gemm_shape plain_shape(const int64_t mnk[3], int b_gathered)
+{
+    vx_gemm_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.m = mnk[0];
+    sh.n = mnk[1];
+    sh.k = mnk[2];
+    sh.a_unit_stride = 1;
+    sh.b_unit_stride = !b_gathered;
+    sh.b_gathered = b_gathered;
+    return sh;
+}
+
 Test(gemv, planner_ranks_it_for_vectors_only, .timeout = TMO)
 {
     const int isa = vx_active_isa();
@@ -165,12 +179,7 @@ Test(gemv, planner_ranks_it_for_vectors_only, .timeout = TMO)
     vx_priced_plan *p = malloc(sizeof *p * MAX);
     static const int64_t vec[][3] = {{1, 4096, 4096}, {4096, 1, 4096}, {1, 1, 100}, {1, 300, 7}};
     for (size_t s = 0; s < sizeof vec / sizeof *vec; s++) {
-        vx_gemm_shape sh;
-        memset(&sh, 0, sizeof sh);
-        sh.m = vec[s][0];
-        sh.n = vec[s][1];
-        sh.k = vec[s][2];
-        sh.a_unit_stride = sh.b_unit_stride = 1;
+        const vx_gemm_shape sh = plain_shape(vec[s], 0);
         const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
         double g = 0, other = 0;
         cr_assert(has_gemv(p, n < MAX ? n : MAX, &g, &other), "%lldx%lldx%lld: no gemv plan among %d",
@@ -181,29 +190,15 @@ Test(gemv, planner_ranks_it_for_vectors_only, .timeout = TMO)
             cr_assert(g < other, "%lldx%lldx%lld: gemv priced %.0f ns, not below the best GEMM plan %.0f ns",
                       (long long)sh.m, (long long)sh.n, (long long)sh.k, g, other);
     }
-    static const int64_t mat[][3] = {{2, 4096, 4096}, {4096, 2, 64}, {16, 16, 16}};
+    /* Not matrix-vector products; and a convolution's gathered B keeps the GEMM paths. */
+    static const int64_t mat[][4] = {{2, 4096, 4096, 0}, {4096, 2, 64, 0}, {16, 16, 16, 0}, {1, 500, 300, 1}};
     for (size_t s = 0; s < sizeof mat / sizeof *mat; s++) {
-        vx_gemm_shape sh;
-        memset(&sh, 0, sizeof sh);
-        sh.m = mat[s][0];
-        sh.n = mat[s][1];
-        sh.k = mat[s][2];
-        sh.a_unit_stride = sh.b_unit_stride = 1;
+        const vx_gemm_shape sh = plain_shape(mat[s], (int)mat[s][3]);
         const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
         double g = 0, other = 0;
-        cr_assert(!has_gemv(p, n < MAX ? n : MAX, &g, &other), "%lldx%lldx%lld is no matrix-vector product "
-                  "but got a gemv plan", (long long)sh.m, (long long)sh.n, (long long)sh.k);
+        cr_assert(!has_gemv(p, n < MAX ? n : MAX, &g, &other), "%lldx%lldx%lld%s got a gemv plan",
+                  (long long)sh.m, (long long)sh.n, (long long)sh.k,
+                  sh.b_gathered ? " with a gathered B" : " (no matrix-vector product)");
     }
-    /* A convolution's gathered operand keeps the GEMM paths. */
-    vx_gemm_shape sh;
-    memset(&sh, 0, sizeof sh);
-    sh.m = 1;
-    sh.n = 500;
-    sh.k = 300;
-    sh.b_gathered = 1;
-    sh.a_unit_stride = 1;
-    const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
-    double g = 0, other = 0;
-    cr_assert(!has_gemv(p, n < MAX ? n : MAX, &g, &other), "a gathered B got a gemv plan");
     free(p);
 }
