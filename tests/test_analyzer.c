@@ -4,6 +4,7 @@
  * was stored, concurrent first calls on a cold cache agree with the
  * uncached choice, no torn plan is ever read). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,63 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_convolutions, TMO)
                       "exhaustive [%s] %.1f ns", i, (long long)v.m, (long long)v.n, (long long)v.k, t, a,
                       one.predicted_ns, b, all[0].predicted_ns);
         }
+    free(all);
+}
+
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* An integer in [lo, hi], log-uniform. */
+static int64_t pick(uint64_t *s, int64_t lo, int64_t hi)
+{
+    const double u = (double)(next_u64(s) >> 11) * 0x1p-53;
+    const int64_t x = (int64_t)(exp(log((double)lo) + u * (log((double)hi + 1) - log((double)lo))));
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* The bounds must hold for every combination of the view's fields, not
+ * only for those real convolutions produce: random sizes (1 .. 10^5),
+ * strides, gathers, tap segments, pixel rows with edge tiles and padded
+ * fractions of k, on 1 and 2 units with warm and cold pools. */
+VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
+{
+    vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
+    cr_assert_not_null(all);
+    uint64_t seed = 0x5EA2C4;
+    for (int i = 0; i < 400; i++) {
+        vx_gemm_shape s = { pick(&seed, 1, 100000), pick(&seed, 1, 20000), pick(&seed, 1, 50000),
+                            next_u64(&seed) % 5 != 0, next_u64(&seed) % 5 != 0, (int)(next_u64(&seed) % 2),
+                            0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        if (i % 3 == 0) { /* a convolution-like view */
+            s.a_gathered = next_u64(&seed) % 4 == 0;
+            s.a_seg = pick(&seed, 1, 512);
+            s.a_run = next_u64(&seed) % 2 ? pick(&seed, 1, 64) : 0;
+            s.b_run = next_u64(&seed) % 2 ? pick(&seed, 1, 64) : 0;
+            s.a_row = next_u64(&seed) % 2 ? pick(&seed, 1, 200) : 0;
+            s.a_edge = s.a_row ? (int64_t)(next_u64(&seed) % 5) : 0;
+            s.a_kfrac = next_u64(&seed) % 2 ? (double)(next_u64(&seed) >> 11) * 0x1p-53 : 0;
+            s.b_kfrac = next_u64(&seed) % 2 ? (double)(next_u64(&seed) >> 11) * 0x1p-53 : 0;
+        }
+        const int t = 1 + (int)(next_u64(&seed) % 2);
+        vx_priced_plan one;
+        vx_gemm_rank(&s, vt_isa, t, &one, 1);
+        const int n = vx_gemm_rank(&s, vt_isa, t, all, RANK_MAX);
+        cr_assert(n >= 1, "view %d: nothing ranked", i);
+        const double rel = (one.predicted_ns - all[0].predicted_ns) / all[0].predicted_ns;
+        char a[160], b[160];
+        vx_plan_describe(&one.plan, a, sizeof a);
+        vx_plan_describe(&all[0].plan, b, sizeof b);
+        cr_assert(rel > -1e-9 && rel < 1e-9,
+                  "view %d (m=%lld n=%lld k=%lld a_seg=%lld a_row=%lld kfrac %.3f/%.3f) t=%d: pruned [%s] %.1f ns, "
+                  "exhaustive [%s] %.1f ns",
+                  i, (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.a_seg, (long long)s.a_row,
+                  s.a_kfrac, s.b_kfrac, t, a, one.predicted_ns, b, all[0].predicted_ns);
+    }
     free(all);
 }
 

@@ -1,5 +1,6 @@
 #include "analyzer/candidates.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,21 +71,24 @@ static int build_l0(const vx_device_desc *d, vx_candidates *c, vx_l0_cand *out)
 /* L1 for one L0 tile: kc multiples of k_step whose L0 slices fit cap_slice;
  * copied blocks: mc a multiple of m0 filling each fraction of cap_a, nc a
  * multiple of n0 filling fill_b of cap_b; in-place modes cover the whole
- * cell, so only kc varies. */
-static int build_l1(const vx_device_desc *d, const vx_l0_cand *t, int idx, vx_l1_cand *out)
+ * cell, so only kc varies. Written load mode by load mode (kc ascending
+ * within each); mode_first[mode] gets where each mode's run starts and
+ * mode_first[VX_LOAD_MODES] the count, so the search can skip a whole mode. */
+static int build_l1(const vx_device_desc *d, const vx_l0_cand *t, int idx, vx_l1_cand *out, int *mode_first)
 {
     const vx_l0_family *F = &d->fam[t->fam];
     const int64_t eb = d->elem_bytes, m0 = t->m, n0 = F->n;
     int n = 0;
-    for (int i = 0; i < d->nkc; i++) {
-        const int64_t kc = (int64_t)d->k_step * d->kc_mult[i];
-        if ((m0 + n0) * kc * eb > d->cap_slice)
+    for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
+        mode_first[mode] = n;
+        if (!F->modes_ok[mode])
             continue;
-        for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
-            if (!F->modes_ok[mode])
+        for (int i = 0; i < d->nkc; i++) {
+            const int64_t kc = (int64_t)d->k_step * d->kc_mult[i];
+            if ((m0 + n0) * kc * eb > d->cap_slice)
                 continue;
             if (mode != VX_LOAD_COPY_AB) {
-                out[n++] = (vx_l1_cand){ (int16_t)idx, (int8_t)mode, 0, 0, (int32_t)kc };
+                out[n++] = (vx_l1_cand){ (int16_t)idx, (int8_t)mode, (int8_t)i, 0, 0, (int32_t)kc };
                 continue;
             }
             int64_t nc = (int64_t)(d->fill_b * (double)d->cap_b) / (kc * eb) / n0 * n0;
@@ -98,11 +102,32 @@ static int build_l1(const vx_device_desc *d, const vx_l0_cand *t, int idx, vx_l1
                 if (mc < m0 || mc == last_mc)
                     continue;
                 last_mc = mc;
-                out[n++] = (vx_l1_cand){ (int16_t)idx, VX_LOAD_COPY_AB, (int32_t)mc, (int32_t)nc, (int32_t)kc };
+                out[n++] = (vx_l1_cand){ (int16_t)idx, VX_LOAD_COPY_AB, (int8_t)i, (int32_t)mc, (int32_t)nc,
+                                         (int32_t)kc };
             }
         }
     }
+    mode_first[VX_LOAD_MODES] = n;
     return n;
+}
+
+/* The least time per row per k step, and per call, that a column tile of
+ * an m-row L0 tile can take in any load mode: rows of a cell run as tiles of
+ * m rows and a shorter last one, so the minima run over heights 1..m. */
+static vx_l0_floor l0_floor(const vx_l0_family *F, int m)
+{
+    vx_l0_floor least = { INFINITY, INFINITY };
+    for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+        for (int r = 1; r <= m; r++)
+            if (F->modes_ok[mode]) {
+                const vx_rate t = F->rate[mode][r - 1];
+                least.p_per_row = fmin(least.p_per_row, (double)t.p / r);
+                least.o = fmin(least.o, (double)t.o);
+            }
+    if (!(least.p_per_row < INFINITY))
+        least = (vx_l0_floor){ 0, 0 };
+    least.o = fmax(least.o, 0.0);
+    return least;
 }
 
 /* L2: every factorisation tm x tn of each thread count t = 1, 2, 4, ...
@@ -132,15 +157,22 @@ int vx_candidates_build(const vx_device_desc *d, vx_candidates *c)
     c->l1_count = malloc(sizeof(int) * (size_t)(n0 + 1));
     const int max2 = 4096;
     c->l2 = malloc(sizeof *c->l2 * max2);
-    if (!c->l0 || !c->l1 || !c->l1_first || !c->l1_count || !c->l2) {
+    c->l0_floor = malloc(sizeof *c->l0_floor * (size_t)(n0 ? n0 : 1));
+    c->l1_mode_first = malloc(sizeof(int) * (size_t)(n0 ? n0 : 1) * (VX_LOAD_MODES + 1));
+    if (!c->l0 || !c->l1 || !c->l1_first || !c->l1_count || !c->l2 || !c->l0_floor || !c->l1_mode_first) {
         vx_candidates_free(c);
         return -1;
     }
     memcpy(c->l0, l0, sizeof *l0 * (size_t)n0);
     c->n0 = n0;
+    for (int i = 0; i < n0; i++)
+        c->l0_floor[i] = l0_floor(&d->fam[l0[i].fam], l0[i].m);
     for (int i = 0; i < n0; i++) {
         c->l1_first[i] = c->n1;
-        c->l1_count[i] = build_l1(d, &l0[i], i, c->l1 + c->n1);
+        int *runs = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
+        c->l1_count[i] = build_l1(d, &l0[i], i, c->l1 + c->n1, runs);
+        for (int mode = 0; mode <= VX_LOAD_MODES; mode++)
+            runs[mode] += c->n1;
         c->n1 += c->l1_count[i];
     }
     c->n2 = build_l2(d->units > 0 ? d->units : 1, c->l2, max2);
@@ -154,6 +186,8 @@ void vx_candidates_free(vx_candidates *c)
     free(c->l1_first);
     free(c->l1_count);
     free(c->l2);
+    free(c->l0_floor);
+    free(c->l1_mode_first);
     memset(c, 0, sizeof *c);
 }
 

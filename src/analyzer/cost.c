@@ -23,6 +23,7 @@
 
 static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline double dmax(double a, double b) { return a > b ? a : b; }
+static inline double dmin(double a, double b) { return a < b ? a : b; }
 
 int64_t vx_cost_kc(int64_t kc, int64_t k)
 {
@@ -75,31 +76,61 @@ static double copy_b_ns(const vx_device_desc *d, const vx_problem *p)
     return d->copy_ns[1][p->b_trans] + (p->b_run > 0 ? d->gather_run_ns / (double)p->b_run : 0.0);
 }
 
-/* Per-grid quantities every L1 candidate under it shares. */
+/* Per-(grid, tile) quantities every L1 candidate under it shares. */
 typedef struct {
     int64_t m_c, n_c;   /* the largest cell */
+    int64_t cols;       /* its column tiles */
+    int64_t full, rem;  /* its full row tiles and the rows of the short last one */
     int t;              /* units running cells */
     double fixed;       /* call + parallel region */
     double bw_a_home, bw_b_home;
+    double bw_top;      /* the fastest level's bandwidth (the bounds' re-reads) */
 } grid_ctx;
 
-static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int n0, vx_l2_cand g, grid_ctx *x)
+/* cdiv through a double division (exact below 2^53, corrected upward):
+ * faster than an integer one and without the branches of special cases. */
+static inline int64_t cdiv_fp(int64_t a, int64_t b)
 {
-    const int64_t R = cdiv(p->m, m0), C = cdiv(p->n, n0);
+    const int64_t q = (int64_t)((double)a / (double)b);
+    return q + (q * b < a);
+}
+
+/* What depends on the grid's unit count only: the fixed cost and the
+ * levels the operands live in. */
+static void grid_common(const vx_device_desc *d, const vx_problem *p, int t, grid_ctx *x)
+{
+    const double e = d->elem_bytes;
+    x->t = t;
+    x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
+    x->bw_a_home = bw_for(d, e * (double)p->m * (double)p->k, t);
+    x->bw_b_home = bw_for(d, e * (double)p->k * (double)p->n, t);
+    x->bw_top = d->bw_shared;
+    for (int i = 0; i < d->nmem; i++)
+        x->bw_top = dmax(x->bw_top, d->mem[i].bw);
+}
+
+/* The cell of grid g over R x C tiles of m0 x n0; 0 when the grid has more
+ * cells than tiles. grid_common must have filled x for g's unit count. */
+static int cell_setup(const vx_problem *p, int m0, int n0, int64_t R, int64_t C, vx_l2_cand g, grid_ctx *x)
+{
     if (g.tm > R || g.tn > C)
         return 0;
-    x->m_c = cdiv(R, g.tm) * m0;
-    x->n_c = cdiv(C, g.tn) * n0;
+    x->m_c = cdiv_fp(R, g.tm) * m0;
+    x->n_c = cdiv_fp(C, g.tn) * n0;
     if (x->m_c > p->m)
         x->m_c = p->m;
     if (x->n_c > p->n)
         x->n_c = p->n;
-    x->t = g.tm * g.tn;
-    x->fixed = d->call_ns + (x->t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
-    const double e = d->elem_bytes;
-    x->bw_a_home = bw_for(d, e * (double)p->m * (double)p->k, x->t);
-    x->bw_b_home = bw_for(d, e * (double)p->k * (double)p->n, x->t);
+    x->cols = cdiv_fp(x->n_c, n0);
+    x->full = x->m_c / m0;
+    x->rem = x->m_c - x->full * m0;
     return 1;
+}
+
+static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int n0, vx_l2_cand g, grid_ctx *x)
+{
+    grid_common(d, p, g.tm * g.tn, x);
+    return cell_setup(p, m0, n0, cdiv(p->m, m0), cdiv(p->n, n0), g, x);
 }
 
 /* L0 time to cover m_c rows x cols column tiles over all of k in kblocks
@@ -113,6 +144,20 @@ static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int6
     if (rem)
         t += (double)kblocks * r[rem - 1].o + (double)r[rem - 1].p * (double)k;
     return t * (double)cols;
+}
+
+/* l0_time over the whole cell of x. */
+static inline double cell_l0_time(const vx_l0_family *F, int mode, int m0, const grid_ctx *x, int64_t k,
+                                  int64_t kblocks)
+{
+    const vx_rate *r = F->rate[mode];
+    double t = (double)x->full * ((double)kblocks * r[m0 - 1].o + (double)r[m0 - 1].p * (double)k);
+    /* the short last tile, if any (selected, not branched on: the search
+     * meets every kind of cell in turn) */
+    const int64_t last = x->rem > 0 ? x->rem : 1;
+    const double short_tile = (double)kblocks * r[last - 1].o + (double)r[last - 1].p * (double)k;
+    t += x->rem > 0 ? short_tile : 0.0;
+    return t * (double)x->cols;
 }
 
 /* Rows of B a load mode copies: all k, except that a convolution run with
@@ -146,19 +191,20 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
     return row * (double)m_c / (double)p->a_row;
 }
 
+/* The cell's time for L1 candidate b, whose k block for this k is kb
+ * (vx_cost_kc). */
 static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
-                         const vx_l1_cand *b, const grid_ctx *x)
+                         const vx_l1_cand *b, int64_t kb, const grid_ctx *x)
 {
     const double e = d->elem_bytes;
     const int n0 = F->n;
     const int64_t m_c = x->m_c, n_c = x->n_c, k = p->k;
-    const int64_t kb = vx_cost_kc(b->kc, k);
     /* An in-place A cut into segments (a convolution's taps) needs one L0
      * call per k block of every segment. */
     const int64_t KB = b->mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(k, p->a_seg) * cdiv(p->a_seg, kb)
                                                                 : cdiv(k, kb);
-    const int64_t cols = cdiv(n_c, n0);
-    const double compute = l0_time(F, b->mode, m0, m_c, cols, k, KB);
+    const int64_t cols = x->cols;
+    const double compute = cell_l0_time(F, b->mode, m0, x, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
     const double copy_b = d->mode_ns[b->mode] +
                           (double)n_c * b_copied_k(p, b->mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
@@ -194,7 +240,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     }
     double bw_a = bw_for(d, e * (double)m_c * (double)kb, x->t);
     if (bw_a < d->mem[1].bw)
-        bw_a = fmin(bw_a, d->bw_strided);
+        bw_a = dmin(bw_a, d->bw_strided);
     const double a_stream = a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_a;
     /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
      * block of them spanning more than the first level), every row is a new
@@ -216,8 +262,8 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const int64_t rows = cdiv(m_c, m0);
     double bw_panel = bw_for(d, e * (double)kb * n0, x->t), bw_first = x->bw_b_home;
     if (b_strided) {
-        bw_panel = fmin(bw_panel, d->bw_strided);
-        bw_first = fmin(bw_first, d->bw_stride_stream);
+        bw_panel = dmin(bw_panel, d->bw_strided);
+        bw_first = dmin(bw_first, d->bw_stride_stream);
     }
     const double b_stream = b_cell / bw_first + b_cell * (double)(rows - 1) / bw_panel;
     return d->mode_ns[VX_LOAD_NONE] + compute + a_stream + b_stream;
@@ -239,7 +285,7 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
     grid_ctx x;
     if (!mode_ok(p, b->mode) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
-    return x.fixed + price_cell(d, p, F, t->m, b, &x);
+    return x.fixed + price_cell(d, p, F, t->m, b, vx_cost_kc(b->kc, p->k), &x);
 }
 
 /* Keep out[0..*n) sorted by ns, at most max entries. */
@@ -255,13 +301,41 @@ static void insert(vx_choice *out, int *n, int max, vx_choice v)
     out[i] = v;
 }
 
-/* A (grid, L0 tile) pair, the least each load mode's plans under it can
- * cost (mode_bound) and the least of those. */
+/* A (grid, L0 tile) pair and the least any plan under it can cost
+ * (group_floor). The load modes' own bounds (mode_bound) are worked out
+ * only for the groups the search reaches. */
 typedef struct {
-    double lb, bound[VX_LOAD_MODES];
+    double lb;
     int g, l0;
     grid_ctx x;
 } group;
+
+/* The least any plan of a group can cost, whatever its load mode and
+ * blocks: its L0 calls at the tile's least rates (candidates.c), with one
+ * k block, plus the reads from home that every mode pays on top of them
+ * (price_cell: copies from home, or in-place first passes that do not
+ * overlap the kernels; a convolution's in-place patches do overlap, so
+ * there only B's copy counts). */
+static double group_floor(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l0,
+                          const grid_ctx *x)
+{
+    const vx_l0_floor f = c->l0_floor[l0];
+    /* A convolution's in-place patches skip the taps in the padding: only
+     * a_kfrac of k runs there (conv_rows_time rounds that, hence the - 1). */
+    double k = (double)p->k;
+    if (p->a_kfrac > 0 && p->a_kfrac < 1)
+        k = dmax(1.0, k * p->a_kfrac - 1.0);
+    /* at least m_c / m0 calls per column tile (a convolution's rows of
+     * pixels may cut the cell into more) */
+    const double tiles = (double)x->cols * (double)x->m_c / (double)c->l0[l0].m;
+    const double compute = (double)x->cols * (double)x->m_c * k * f.p_per_row + tiles * f.o;
+    const double e = d->elem_bytes;
+    const int conv_in_place = p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B);
+    const double b_read = e * (double)x->n_c * (conv_in_place ? b_copied_k(p, VX_LOAD_COPY_B) : (double)p->k) /
+                          x->bw_b_home;
+    const double a_read = conv_in_place ? 0.0 : e * (double)x->m_c * (double)p->k / x->bw_a_home;
+    return x->fixed + compute + a_read + b_read;
+}
 
 /* The least a plan in this group and load mode can cost, whatever its
  * blocks: price_cell's terms with one k block (compute's least), each block
@@ -270,13 +344,11 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
                          const grid_ctx *x)
 {
     const double e = d->elem_bytes;
-    double bw_top = d->bw_shared;
-    for (int i = 0; i < d->nmem; i++)
-        bw_top = dmax(bw_top, d->mem[i].bw);
-    const int64_t cols = cdiv(x->n_c, F->n);
+    const double bw_top = x->bw_top;
+    const int64_t cols = x->cols;
     const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
-    const double compute = l0_time(F, mode, m0, x->m_c, cols, p->k,
-                                   mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1);
+    const double compute =
+        cell_l0_time(F, mode, m0, x, p->k, mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1);
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
         lb += (double)x->n_c * b_copied_k(p, mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
@@ -286,18 +358,42 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
         return lb + dmax(compute, streams);
     }
     if (p->a_seg > 0 && mode == VX_LOAD_COPY_B) /* price_cell's convolution branch: streams overlap */
-        return lb + fmin(compute, conv_rows_time(F, mode, m0, x->m_c, cols, p->k, cdiv(p->k, p->a_seg), p));
+        return lb + dmin(compute, conv_rows_time(F, mode, m0, x->m_c, cols, p->k, cdiv(p->k, p->a_seg), p));
     lb += compute + a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_top;
     if (mode == VX_LOAD_NONE)
-        lb += b_cell / x->bw_b_home + b_cell * (double)(cdiv(x->m_c, m0) - 1) / bw_top;
+        lb += b_cell / x->bw_b_home + b_cell * (double)(x->full + (x->rem > 0) - 1) / bw_top;
     return lb;
+}
+
+/* What the price of an L1 candidate depends on besides its tile and grid. */
+typedef struct {
+    int64_t kb, mc, nc;
+    int mode;
+} priced_key;
+
+enum { MAX_SAME_KB = 16 };
+
+static priced_key key_of(const vx_l1_cand *b, int64_t kb, int m0, int n0, const grid_ctx *x)
+{
+    priced_key key = { kb, 0, 0, b->mode };
+    if (b->mode == VX_LOAD_COPY_AB) { /* as price_cell clips them */
+        key.mc = b->mc < x->m_c ? b->mc : cdiv(x->m_c, m0) * m0;
+        key.nc = b->nc < x->n_c ? b->nc : cdiv(x->n_c, n0) * n0;
+    }
+    return key;
+}
+
+static int same_key(priced_key a, priced_key b)
+{
+    return a.kb == b.kb && a.mode == b.mode && a.mc == b.mc && a.nc == b.nc;
 }
 
 int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
                    vx_choice *out, int max, int *considered_out)
 {
-    enum { STACK_GROUPS = 64 };
+    enum { STACK_GROUPS = 64, STACK_TILES = 64 };
     group stack_groups[STACK_GROUPS];
+    int64_t stack_rc[2 * STACK_TILES];
     int considered = 0, nout = 0, ng = 0;
     if (max < 1)
         return 0;
@@ -305,56 +401,115 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
      * many-core server, where the heap takes them. */
     const int need = c->n2 * c->n0;
     group *gs = need <= STACK_GROUPS ? stack_groups : malloc(sizeof *gs * (size_t)need);
-    if (!gs)
+    int64_t *rc = c->n0 <= STACK_TILES ? stack_rc : malloc(sizeof *rc * 2 * (size_t)c->n0);
+    if (!gs || !rc) {
+        if (gs != stack_groups)
+            free(gs);
+        if (rc != stack_rc)
+            free(rc);
         return 0;
-    /* Groups in order of their bound: once the cheapest plans found beat a
-     * group's bound they beat every later group's too, and the search stops
-     * (branch and bound; the answer is the exhaustive one). */
+    }
+    /* Row and column tiles of the problem per L0 tile, and the k block of
+     * each kc (candidates refer to theirs by index). */
+    for (int i = 0; i < c->n0; i++) {
+        rc[2 * i] = cdiv(p->m, c->l0[i].m);
+        rc[2 * i + 1] = cdiv(p->n, d->fam[c->l0[i].fam].n);
+    }
+    int64_t kbs[sizeof d->kc_mult / sizeof d->kc_mult[0]];
+    for (int i = 0; i < d->nkc; i++)
+        kbs[i] = vx_cost_kc((int64_t)d->k_step * d->kc_mult[i], p->k);
     for (int g = 0; g < c->n2; g++) {
         const vx_l2_cand G = c->l2[g];
         if (G.tm * G.tn > max_threads)
             continue;
+        grid_ctx common;
+        grid_common(d, p, G.tm * G.tn, &common);
         for (int i = 0; i < c->n0; i++) {
-            const vx_l0_family *F = &d->fam[c->l0[i].fam];
-            group v = { INFINITY, { INFINITY, INFINITY, INFINITY }, g, i, { 0 } };
-            if (!grid_setup(d, p, c->l0[i].m, F->n, G, &v.x))
+            group *v = &gs[ng];
+            v->x = common;
+            if (!cell_setup(p, c->l0[i].m, d->fam[c->l0[i].fam].n, rc[2 * i], rc[2 * i + 1], G, &v->x))
                 continue;
-            for (int mode = 0; mode < VX_LOAD_MODES; mode++)
-                if (F->modes_ok[mode] && mode_ok(p, mode)) {
-                    v.bound[mode] = mode_bound(d, p, F, c->l0[i].m, mode, &v.x);
-                    v.lb = fmin(v.lb, v.bound[mode]);
-                }
-            int j = ng++;
-            while (j > 0 && gs[j - 1].lb > v.lb) {
-                gs[j] = gs[j - 1];
-                j--;
-            }
-            gs[j] = v;
+            v->g = g;
+            v->l0 = i;
+            v->lb = group_floor(d, c, p, i, &v->x);
+            ng++;
         }
     }
-    for (int q = 0; q < ng; q++) {
-        const int i = gs[q].l0;
-        if (nout == max && gs[q].lb >= out[max - 1].ns) {
-            for (int r = q; r < ng; r++)
-                considered += c->l1_count[gs[r].l0];
+    /* Groups in order of their floor (the cheapest unvisited one next):
+     * once the cheapest plans found beat a group's floor they beat every
+     * later group's too, and the search stops; within a group, a load mode
+     * whose bound they beat is skipped (branch and bound; the answer is the
+     * exhaustive one). */
+    for (int visited = 0; visited < ng; visited++) {
+        int q = 0;
+        double lb = INFINITY;
+        for (int r = 0; r < ng; r++) { /* branch-free scan: ties keep the tables' order */
+            const int less = gs[r].lb < lb;
+            lb = less ? gs[r].lb : lb;
+            q = less ? r : q;
+        }
+        if (nout == max && lb >= out[max - 1].ns) {
+            for (int r = 0; r < ng; r++)
+                considered += gs[r].lb < INFINITY ? c->l1_count[gs[r].l0] : 0;
             break;
         }
+        group *G = &gs[q];
+        G->lb = INFINITY; /* visited */
+        const int i = G->l0;
+        considered += c->l1_count[i];
         const vx_l0_cand *t = &c->l0[i];
         const vx_l0_family *F = &d->fam[t->fam];
-        const grid_ctx *x = &gs[q].x;
-        const double *bound = gs[q].bound;
-        const int first = c->l1_first[i], end = first + c->l1_count[i];
-        for (int j = first; j < end; j++) {
-            const vx_l1_cand *b = &c->l1[j];
-            considered++;
-            if (!mode_ok(p, b->mode) || (nout == max && bound[b->mode] >= out[max - 1].ns))
+        const grid_ctx *x = &G->x;
+        const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
+        /* The load modes in order of their bounds, the likeliest first. */
+        double bound[VX_LOAD_MODES];
+        int modes[VX_LOAD_MODES], nmodes = 0;
+        for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
+            if (run[mode + 1] == run[mode] || !mode_ok(p, mode))
                 continue;
-            const double ns = x->fixed + price_cell(d, p, F, t->m, b, x);
-            insert(out, &nout, max, (vx_choice){ j, gs[q].g, ns });
+            bound[mode] = mode_bound(d, p, F, t->m, mode, x);
+            int j = nmodes++;
+            while (j > 0 && bound[modes[j - 1]] > bound[mode]) {
+                modes[j] = modes[j - 1];
+                j--;
+            }
+            modes[j] = mode;
+        }
+        for (int mi = 0; mi < nmodes; mi++) {
+            const int mode = modes[mi];
+            if (nout == max && bound[mode] >= out[max - 1].ns)
+                break; /* and so are the modes after it */
+            /* Candidates that run alike for this shape price alike: kc
+             * values that give k the same blocks, copied blocks clipped to
+             * the cell. kb never falls as kc grows and a mode's candidates
+             * run kc ascending, so each is compared with those since kb last
+             * changed (were they out of order, some would only be priced
+             * twice); the first of each is priced. */
+            priced_key same_kb[MAX_SAME_KB];
+            int nsame = 0;
+            for (int j = run[mode]; j < run[mode + 1]; j++) {
+                const vx_l1_cand *b = &c->l1[j];
+                const priced_key key = key_of(b, kbs[b->kci], t->m, F->n, x);
+                if (nsame > 0 && key.kb != same_kb[0].kb)
+                    nsame = 0;
+                int dup = 0;
+                for (int r = 0; r < nsame; r++)
+                    dup |= same_key(same_kb[r], key);
+                if (dup)
+                    continue;
+                if (nsame < MAX_SAME_KB)
+                    same_kb[nsame++] = key;
+                const double ns = x->fixed + price_cell(d, p, F, t->m, b, key.kb, x);
+                insert(out, &nout, max, (vx_choice){ j, G->g, ns });
+                if (nout == max && bound[mode] >= out[max - 1].ns)
+                    break;
+            }
         }
     }
     if (gs != stack_groups)
         free(gs);
+    if (rc != stack_rc)
+        free(rc);
     if (considered_out)
         *considered_out = considered;
     return nout;

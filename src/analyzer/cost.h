@@ -21,9 +21,13 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
  * the cheapest ones (at most max) to out, cheapest first, and return how
  * many were written; *considered (may be NULL) gets the number of plans
  * considered. Branch and bound: (grid, L0 tile) groups are visited in order
- * of a lower bound (compute with one k block plus the copies a load mode
- * cannot avoid), and a group or mode whose bound is no cheaper than the
- * max-th plan kept is skipped, which cannot change the answer. */
+ * of a floor (their L0 calls at the tile's least rates plus the reads from
+ * home every load mode pays); in a group the load modes go in order of
+ * their own bounds (compute with one k block plus the copies the mode
+ * cannot avoid); a group or mode whose bound is no cheaper than the max-th
+ * plan kept is skipped, which cannot change the answer. Candidates that
+ * would run alike for this shape (kc values giving the same k blocks,
+ * copied blocks clipped to the cell) are priced once. */
 int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
                    vx_choice *out, int max, int *considered);
 

@@ -101,9 +101,17 @@ typedef struct {
     int16_t fam, m;            /* L0 tile: family and rows (n = fam's n) */
 } vx_l0_cand;
 
+/* The least an L0 tile of m rows costs, over the load modes and the heights
+ * 1..m its cells' last tiles may have: per row and k step (p / m) and per
+ * call (o). */
+typedef struct {
+    double p_per_row, o;
+} vx_l0_floor;
+
 typedef struct {
     int16_t l0;                /* index into l0[] (the mapping table) */
     int8_t mode;               /* vx_load_mode */
+    int8_t kci;                /* kc = k_step * kc_mult[kci] */
     int32_t mc, nc, kc;        /* mc = nc = 0: the whole cell (in-place modes) */
 } vx_l1_cand;
 
@@ -116,7 +124,11 @@ typedef struct {
     vx_l0_cand *l0;
     vx_l1_cand *l1;            /* grouped by l0: l1_first[i] .. + l1_count[i] */
     int *l1_first, *l1_count;
+    int *l1_mode_first;        /* [l0 * (VX_LOAD_MODES + 1) + mode]: where that tile's
+                                  candidates of a load mode start (they run mode by mode);
+                                  [.. + VX_LOAD_MODES]: where they end */
     vx_l2_cand *l2;
+    vx_l0_floor *l0_floor;     /* per L0 tile: its least rates (the search's first bound) */
     /* what each stage kept, for vortex-info --candidates */
     int l0_enumerated, l0_after_regs, l0_after_measure;
 } vx_candidates;
