@@ -458,7 +458,14 @@ Test(tune, every_bad_file_is_refused_cleanly)
     }
 
     expect_edit_refused(good, "wrong format name", "\"vortex-tune\"", "\"vortex-tuna\"", VX_ERR_INVALID_ARG);
-    expect_edit_refused(good, "version 999", "\"version\": 1", "\"version\": 999", VX_ERR_UNSUPPORTED);
+    {
+        char from[64], newer[64], older[64];
+        snprintf(from, sizeof from, "\"version\": %d", VX_TUNE_VERSION);
+        snprintf(newer, sizeof newer, "\"version\": %d", 999);
+        snprintf(older, sizeof older, "\"version\": %d", VX_TUNE_VERSION - 1);
+        expect_edit_refused(good, "version 999", from, newer, VX_ERR_UNSUPPORTED);
+        expect_edit_refused(good, "an older version", from, older, VX_ERR_UNSUPPORTED);
+    }
     expect_edit_refused(good, "another cpu_model", "\"cpu_model\": \"", "\"cpu_model\": \"Other ",
                         VX_ERR_UNSUPPORTED);
     {

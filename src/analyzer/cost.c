@@ -256,9 +256,9 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
         return dmax(copy_b, d->mode_ns[b->mode] + narrow) + compute + a_stream;
     }
     /* B in place: the first row tile brings each kb x n0 panel in from B's
-     * home in one constant-stride pass, the others re-read it from the level
-     * that holds the panel; far-apart rows run at the measured strided
-     * rates (one pass, re-read). */
+     * home (a k block's rows walked panel by panel), the others re-read it
+     * from the level that holds the panel; far-apart rows run at the
+     * measured strided rates (first pass, re-read). */
     const int64_t rows = cdiv(m_c, m0);
     double bw_panel = bw_for(d, e * (double)kb * n0, x->t), bw_first = x->bw_b_home;
     if (b_strided) {

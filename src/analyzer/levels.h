@@ -80,7 +80,8 @@ typedef struct {
     double bw_shared;          /* bytes per ns all units read from the last level */
     double bw_strided;         /* bytes per ns re-reading an in-place panel whose rows
                                   lie a large stride apart (set aliasing, no prefetch) */
-    double bw_stride_stream;   /* ... and reading such rows once, in one pass */
+    double bw_stride_stream;   /* ... and reading such rows once, k block by k block,
+                                  each block panel by panel (the in-place first pass) */
     int64_t page_bytes;        /* rows at least this far apart defeat the prefetchers */
     double copy_b_narrow_ns[2]; /* ns per element copying one n0-wide panel of such rows,
                                    [0] from the level before the last, [1] from the last */

@@ -16,7 +16,10 @@
 #include "cpu/ukernel.h"
 #include "vortex/vortex.h"
 
-#define VX_TUNE_VERSION 1
+/* 2: "stride_stream" is the in-place kernels' first pass k block by k
+ * block (gemm.c's loop order), no longer one row piece per row in a single
+ * pass; files of version 1 are re-measured. */
+#define VX_TUNE_VERSION 2
 #define VX_TUNE_MAX_FAMILIES 8
 #define VX_TUNE_MAX_MR 32
 
@@ -63,8 +66,8 @@ typedef struct {
      * page-multiple stride apart (an in-place operand at a large leading
      * dimension): set aliasing and no prefetch across pages. */
     double bw_strided;
-    /* ... and reading such row pieces once, in one constant-stride pass
-     * (the hardware's stride prefetcher follows it). */
+    /* ... and reading such rows once, as the in-place kernels' first pass
+     * does: k block by k block (256 rows), each block panel by panel. */
     double bw_stride_stream;
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out

@@ -1,7 +1,7 @@
 /* The tuning file: JSON (read and written with jansson), versioned, with the
  * fingerprint of the machine that measured it.
  *
- *   { "format": "vortex-tune", "version": 1, "created": "2026-11-22T21:00:00Z",
+ *   { "format": "vortex-tune", "version": 2, "created": "2026-11-22T21:00:00Z",
  *     "fingerprint": { "cpu_model": ..., "physical_cores": 2, "l1d_bytes": ...,
  *                      "l2_bytes": ..., "l3_bytes": ..., "avx2_fma": true, "avx512": false },
  *     "l0": { "avx2": [ { "nr": 8, "ap_bp": [[o, p], ...], "as_bp": ..., "as_bs": ... }, ... ],
