@@ -152,15 +152,20 @@ static double read_bw(const float *p, size_t bytes, int passes)
     return (double)bytes / best;
 }
 
-/* Bytes per ns reading `rows` 64-byte row pieces that lie `stride` bytes
- * apart, the whole sequence `reps` times per timed pass; best of `passes`.
- * At page-multiple strides the pieces alias in the caches' sets and the
- * prefetchers stop at every page, so this is far below the streaming rate.
- *   reps > 1: the in-place kernels re-reading a B panel for every row tile;
- *   reps = 1 over many rows: one pass, as the first row tile (or a small-m
- *   call) walks B; the lines do not survive to the next pass. */
-__attribute__((target("avx2"))) static double strided_rows_bw(const float *p, size_t rows, size_t stride, int reps,
-                                                              int passes)
+/* Bytes per ns reading 64-byte pieces of `rows` rows that lie `stride`
+ * bytes apart: in blocks of `block` rows, each block `panels` times (panel
+ * j reads bytes 64j..64j+63 of every row of the block), the whole walk
+ * `reps` times per timed pass; best of `passes`. At page-multiple strides
+ * the pieces alias in the caches' sets and the prefetchers stop at every
+ * page, so this is far below the streaming rate.
+ *   one panel, reps > 1: the in-place kernels re-reading a B panel for
+ *     every row tile;
+ *   all the row's panels, blocks of a k block's rows, reps = 1 over many
+ *     rows: the in-place kernels' first pass over B's home (gemm.c,
+ *     run_inplace: k blocks outermost), whose block's pages stay in the
+ *     TLB from one panel to the next. */
+__attribute__((target("avx2"))) static double strided_walk_bw(const float *p, size_t rows, size_t stride,
+                                                              size_t block, size_t panels, int reps, int passes)
 {
     const size_t step = stride / sizeof(float);
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
@@ -168,10 +173,12 @@ __attribute__((target("avx2"))) static double strided_rows_bw(const float *p, si
     for (int pass = -1; pass < passes; pass++) {
         const double t0 = now_ns();
         for (int rep = 0; rep < reps; rep++)
-            for (size_t r = 0; r < rows; r++) {
-                s0 = _mm256_add_ps(s0, _mm256_load_ps(p + r * step));
-                s1 = _mm256_add_ps(s1, _mm256_load_ps(p + r * step + 8));
-            }
+            for (size_t r0 = 0; r0 < rows; r0 += block)
+                for (size_t j = 0; j < panels; j++)
+                    for (size_t r = r0; r < r0 + block && r < rows; r++) {
+                        s0 = _mm256_add_ps(s0, _mm256_load_ps(p + r * step + j * 16));
+                        s1 = _mm256_add_ps(s1, _mm256_load_ps(p + r * step + j * 16 + 8));
+                    }
         const double dt = now_ns() - t0;
         if (pass >= 0 && dt < best)
             best = dt;
@@ -179,37 +186,7 @@ __attribute__((target("avx2"))) static double strided_rows_bw(const float *p, si
     float out[8];
     _mm256_storeu_ps(out, _mm256_add_ps(s0, s1));
     g_sink = out[0];
-    return (double)reps * (double)rows * 64.0 / best;
-}
-
-/* Bytes per ns walking `rows` rows `stride` bytes apart as the in-place
- * kernels walk B's home on their first pass (gemm.c, run_inplace): in
- * blocks of `block` rows, each block read panel by panel, a 64-byte piece
- * of every row of the block per panel, across the row's `stride` bytes.
- * The block's pages stay in the TLB from one panel to the next, and the
- * rows' next lines are prefetched; best of `passes`. */
-__attribute__((target("avx2"))) static double strided_block_walk_bw(const float *p, size_t rows, size_t stride,
-                                                                    size_t block, int passes)
-{
-    const size_t step = stride / sizeof(float), panels = stride / 64;
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    double best = 1e300;
-    for (int pass = -1; pass < passes; pass++) {
-        const double t0 = now_ns();
-        for (size_t r0 = 0; r0 < rows; r0 += block)
-            for (size_t j = 0; j < panels; j++)
-                for (size_t r = r0; r < r0 + block && r < rows; r++) {
-                    s0 = _mm256_add_ps(s0, _mm256_load_ps(p + r * step + j * 16));
-                    s1 = _mm256_add_ps(s1, _mm256_load_ps(p + r * step + j * 16 + 8));
-                }
-        const double dt = now_ns() - t0;
-        if (pass >= 0 && dt < best)
-            best = dt;
-    }
-    float out[8];
-    _mm256_storeu_ps(out, _mm256_add_ps(s0, s1));
-    g_sink = out[0];
-    return (double)rows * (double)stride / best;
+    return (double)reps * (double)rows * (double)panels * 64.0 / best;
 }
 
 typedef struct {
@@ -419,11 +396,11 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     step(&pr, "strided panel read bandwidth");
     /* a 384-deep panel with rows 8 KiB apart (2048 floats: a common layer
      * width, and the worst case for set aliasing) */
-    t->bw_strided = strided_rows_bw(big, 384, 8192, 16, passes * 4);
+    t->bw_strided = strided_walk_bw(big, 384, 8192, 384, 1, 16, passes * 4);
     /* the first pass over far-apart rows from L3, k block by k block
      * (256 rows, the middle of the kc candidates) */
-    t->bw_stride_stream = strided_block_walk_bw(
-        big, (size_t)(l3_share > 0 ? l3_share / 2 : 64 * hw->l2_bytes) / 8192, 8192, 256, passes);
+    t->bw_stride_stream = strided_walk_bw(big, (size_t)(l3_share > 0 ? l3_share / 2 : 64 * hw->l2_bytes) / 8192,
+                                          8192, 256, 8192 / 64, 1, passes);
     step(&pr, "DRAM read bandwidth, one core");
     t->bw_dram = read_bw(big, big_bytes, passes);
     step(&pr, "DRAM read bandwidth, all cores");
