@@ -97,6 +97,28 @@ VT_ISA_TEST(candidates, invariants, TMO)
 static const int64_t dims[] = { 1, 3, 16, 17, 31, 64, 97, 128, 255, 513, 1000, 3072 };
 enum { NDIMS = sizeof dims / sizeof dims[0], RANK_MAX = 8192 };
 
+/* Branch and bound (max = 1) on `isa` with t units against the exhaustive
+ * ranking (written to all): the same cheapest price. `what` names the case
+ * in a failure. Returns the ranking's count. */
+static int expect_pruning_exact(vx_isa isa, const vx_gemm_shape *s, int t, vx_priced_plan *all, const char *what)
+{
+    vx_priced_plan one;
+    vx_gemm_rank(s, isa, t, &one, 1);
+    const int n = vx_gemm_rank(s, isa, t, all, RANK_MAX);
+    cr_assert(n >= 1, "%s: nothing ranked", what);
+    const double rel = (one.predicted_ns - all[0].predicted_ns) / all[0].predicted_ns;
+    char a[160], b[160];
+    vx_plan_describe(&one.plan, a, sizeof a);
+    vx_plan_describe(&all[0].plan, b, sizeof b);
+    cr_assert(rel > -1e-9 && rel < 1e-9,
+              "%s (m=%lld n=%lld k=%lld a_seg=%lld a_row=%lld kfrac %.3f/%.3f) t=%d: pruned search chose [%s] "
+              "%.1f ns, exhaustive [%s] %.1f ns",
+              what, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->a_seg, (long long)s->a_row,
+              s->a_kfrac, s->b_kfrac, t, a, one.predicted_ns, b, all[0].predicted_ns);
+    cr_assert(one.predicted_ns > 0, "%s: non-positive prediction %g", what, one.predicted_ns);
+    return n;
+}
+
 /* Branch and bound (max = 1) must find exactly the cheapest plan of the
  * exhaustive ranking. */
 VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
@@ -108,23 +130,12 @@ VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
             for (int l = 1; l < NDIMS; l += 3)
                 for (int t = 1; t <= 2; t++) {
                     vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
-                    vx_priced_plan one;
-                    vx_gemm_rank(&s, vt_isa, t, &one, 1);
-                    const int n = vx_gemm_rank(&s, vt_isa, t, all, RANK_MAX);
-                    cr_assert(n >= 1 && n <= RANK_MAX, "rank returned %d", n);
+                    const int n = expect_pruning_exact(vt_isa, &s, t, all, "gemm");
+                    cr_assert(n <= RANK_MAX, "rank returned %d", n);
                     for (int r = 1; r < n && r < RANK_MAX; r++)
                         cr_assert(all[r].predicted_ns >= all[r - 1].predicted_ns,
                                   "ranking not sorted at %d for %lldx%lldx%lld", r, (long long)s.m,
                                   (long long)s.n, (long long)s.k);
-                    cr_assert(one.predicted_ns > 0, "non-positive prediction %g", one.predicted_ns);
-                    const double rel = (one.predicted_ns - all[0].predicted_ns) / all[0].predicted_ns;
-                    char a[160], b[160];
-                    vx_plan_describe(&one.plan, a, sizeof a);
-                    vx_plan_describe(&all[0].plan, b, sizeof b);
-                    cr_assert(rel > -1e-9 && rel < 1e-9,
-                              "m=%lld n=%lld k=%lld t=%d: pruned search chose [%s] %.1f ns, exhaustive [%s] %.1f ns",
-                              (long long)s.m, (long long)s.n, (long long)s.k, t, a, one.predicted_ns, b,
-                              all[0].predicted_ns);
                 }
     free(all);
 }
@@ -150,33 +161,17 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_convolutions, TMO)
                                          1, 1, cs[i][8], VX_ACT_NONE };
             vx_conv_view v;
             vx_conv_view_of(&p, &v);
-            vx_priced_plan one;
-            vx_gemm_rank(&v.shape, vt_isa, t, &one, 1);
-            const int n = vx_gemm_rank(&v.shape, vt_isa, t, all, RANK_MAX);
-            cr_assert(n >= 1, "conv %zu: nothing ranked", i);
-            const double rel = (one.predicted_ns - all[0].predicted_ns) / all[0].predicted_ns;
-            char a[160], b[160];
-            vx_plan_describe(&one.plan, a, sizeof a);
-            vx_plan_describe(&all[0].plan, b, sizeof b);
-            cr_assert(rel > -1e-9 && rel < 1e-9, "conv %zu (m=%lld n=%lld k=%lld) t=%d: pruned [%s] %.1f ns, "
-                      "exhaustive [%s] %.1f ns", i, (long long)v.m, (long long)v.n, (long long)v.k, t, a,
-                      one.predicted_ns, b, all[0].predicted_ns);
+            char what[32];
+            snprintf(what, sizeof what, "conv %zu", i);
+            expect_pruning_exact(vt_isa, &v.shape, t, all, what);
         }
     free(all);
 }
 
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* An integer in [lo, hi], log-uniform. */
-static int64_t pick(uint64_t *s, int64_t lo, int64_t hi)
+static int64_t pick(vt_rng *r, int64_t lo, int64_t hi)
 {
-    const double u = (double)(next_u64(s) >> 11) * 0x1p-53;
+    const double u = (double)(vt_rng_next(r) >> 11) * 0x1p-53;
     const int64_t x = (int64_t)(exp(log((double)lo) + u * (log((double)hi + 1) - log((double)lo))));
     return x < lo ? lo : x > hi ? hi : x;
 }
@@ -189,35 +184,26 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
 {
     vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
     cr_assert_not_null(all);
-    uint64_t seed = 0x5EA2C4;
+    vt_rng r;
+    vt_rng_seed(&r, 0x5EA2C4);
     for (int i = 0; i < 400; i++) {
-        vx_gemm_shape s = { pick(&seed, 1, 100000), pick(&seed, 1, 20000), pick(&seed, 1, 50000),
-                            next_u64(&seed) % 5 != 0, next_u64(&seed) % 5 != 0, (int)(next_u64(&seed) % 2),
+        vx_gemm_shape s = { pick(&r, 1, 100000), pick(&r, 1, 20000), pick(&r, 1, 50000),
+                            vt_rng_next(&r) % 5 != 0, vt_rng_next(&r) % 5 != 0, (int)(vt_rng_next(&r) % 2),
                             0, 0, 0, 0, 0, 0, 0, 0, 0 };
         if (i % 3 == 0) { /* a convolution-like view */
-            s.a_gathered = next_u64(&seed) % 4 == 0;
-            s.a_seg = pick(&seed, 1, 512);
-            s.a_run = next_u64(&seed) % 2 ? pick(&seed, 1, 64) : 0;
-            s.b_run = next_u64(&seed) % 2 ? pick(&seed, 1, 64) : 0;
-            s.a_row = next_u64(&seed) % 2 ? pick(&seed, 1, 200) : 0;
-            s.a_edge = s.a_row ? (int64_t)(next_u64(&seed) % 5) : 0;
-            s.a_kfrac = next_u64(&seed) % 2 ? (double)(next_u64(&seed) >> 11) * 0x1p-53 : 0;
-            s.b_kfrac = next_u64(&seed) % 2 ? (double)(next_u64(&seed) >> 11) * 0x1p-53 : 0;
+            s.a_gathered = vt_rng_next(&r) % 4 == 0;
+            s.a_seg = pick(&r, 1, 512);
+            s.a_run = vt_rng_next(&r) % 2 ? pick(&r, 1, 64) : 0;
+            s.b_run = vt_rng_next(&r) % 2 ? pick(&r, 1, 64) : 0;
+            s.a_row = vt_rng_next(&r) % 2 ? pick(&r, 1, 200) : 0;
+            s.a_edge = s.a_row ? (int64_t)(vt_rng_next(&r) % 5) : 0;
+            s.a_kfrac = vt_rng_next(&r) % 2 ? (double)(vt_rng_next(&r) >> 11) * 0x1p-53 : 0;
+            s.b_kfrac = vt_rng_next(&r) % 2 ? (double)(vt_rng_next(&r) >> 11) * 0x1p-53 : 0;
         }
-        const int t = 1 + (int)(next_u64(&seed) % 2);
-        vx_priced_plan one;
-        vx_gemm_rank(&s, vt_isa, t, &one, 1);
-        const int n = vx_gemm_rank(&s, vt_isa, t, all, RANK_MAX);
-        cr_assert(n >= 1, "view %d: nothing ranked", i);
-        const double rel = (one.predicted_ns - all[0].predicted_ns) / all[0].predicted_ns;
-        char a[160], b[160];
-        vx_plan_describe(&one.plan, a, sizeof a);
-        vx_plan_describe(&all[0].plan, b, sizeof b);
-        cr_assert(rel > -1e-9 && rel < 1e-9,
-                  "view %d (m=%lld n=%lld k=%lld a_seg=%lld a_row=%lld kfrac %.3f/%.3f) t=%d: pruned [%s] %.1f ns, "
-                  "exhaustive [%s] %.1f ns",
-                  i, (long long)s.m, (long long)s.n, (long long)s.k, (long long)s.a_seg, (long long)s.a_row,
-                  s.a_kfrac, s.b_kfrac, t, a, one.predicted_ns, b, all[0].predicted_ns);
+        const int t = 1 + (int)(vt_rng_next(&r) % 2);
+        char what[32];
+        snprintf(what, sizeof what, "view %d", i);
+        expect_pruning_exact(vt_isa, &s, t, all, what);
     }
     free(all);
 }
