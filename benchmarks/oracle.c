@@ -96,20 +96,14 @@ static double time_plan(const shape *s, const vx_gemm_plan *p, const buffers *B)
     return us;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The model's plan against the fastest one found, head to head: the two
  * run alternately, DUEL_MAX times each at most (about 0.4 s in all), and
  * the medians are compared. The fastest found is the least of many plans'
  * best runs, so on a noisy machine its time is a lucky draw that the
  * model's single plan rarely gets; the duel gives both the same luck.
- * Returns the model's time / the other's (>= 1: the model is no slower),
- * their medians in *model_us and *best_us. */
-static double duel(const shape *s, const vx_gemm_plan *model, const vx_gemm_plan *best, const buffers *B,
+ * The medians go to *model_us and *best_us (which come in holding the
+ * round robin's times, to size the duel). */
+static void duel(const shape *s, const vx_gemm_plan *model, const vx_gemm_plan *best, const buffers *B,
                    double *model_us, double *best_us)
 {
     enum { DUEL_MIN = 5, DUEL_MAX = 15 };
@@ -126,11 +120,8 @@ static double duel(const shape *s, const vx_gemm_plan *model, const vx_gemm_plan
             time_plan(s, w == 0 ? model : best, B);
             t[w][r] = time_plan(s, w == 0 ? model : best, B);
         }
-    qsort(t[0], (size_t)reps, sizeof(double), cmp_double);
-    qsort(t[1], (size_t)reps, sizeof(double), cmp_double);
-    *model_us = t[0][reps / 2];
-    *best_us = t[1][reps / 2];
-    return *model_us / *best_us;
+    *model_us = bench_median(t[0], reps);
+    *best_us = bench_median(t[1], reps);
 }
 
 /* Round-robin timing of plans[0..n): best of `rounds` runs each; a plan
@@ -157,7 +148,6 @@ static void time_plans(const shape *s, const vx_gemm_plan *plans, int n, const b
         }
     }
 }
-
 
 /* The selection cost. The first plan of a process also builds the model
  * (reads the tuning file, generates the candidates): timed apart, since
@@ -195,10 +185,9 @@ static void selection_cost(const shape *shapes, int n, vx_isa isa, int threads)
             hit += (bench_now() - t0) / HITS;
             calls++;
         }
-    qsort(miss, (size_t)calls, sizeof *miss, cmp_double);
     printf("selection cost over %d shapes x %d: miss (model prices the candidates) median %.0f ns, mean %.0f ns; "
            "hit %.1f ns per call; the process's first plan (model built) %.2f ms\n",
-           n, REPS, miss[calls / 2] * 1e9, miss_sum / calls * 1e9, hit / calls * 1e9, first_s * 1e3);
+           n, REPS, bench_median(miss, calls) * 1e9, miss_sum / calls * 1e9, hit / calls * 1e9, first_s * 1e3);
     free(miss);
 }
 
