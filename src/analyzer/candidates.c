@@ -118,12 +118,11 @@ static vx_l0_floor l0_floor(const vx_l0_family *F, int m)
 {
     vx_l0_floor least = { INFINITY, INFINITY };
     for (int mode = 0; mode < VX_LOAD_MODES; mode++)
-        for (int r = 1; r <= m; r++)
-            if (F->modes_ok[mode]) {
-                const vx_rate t = F->rate[mode][r - 1];
-                least.p_per_row = fmin(least.p_per_row, (double)t.p / r);
-                least.o = fmin(least.o, (double)t.o);
-            }
+        for (int r = 1; r <= m && F->modes_ok[mode]; r++) {
+            const vx_rate t = F->rate[mode][r - 1];
+            least.p_per_row = fmin(least.p_per_row, (double)t.p / r);
+            least.o = fmin(least.o, (double)t.o);
+        }
     if (!(least.p_per_row < INFINITY))
         least = (vx_l0_floor){ 0, 0 };
     least.o = fmax(least.o, 0.0);

@@ -133,31 +133,33 @@ static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int 
     return cell_setup(p, m0, n0, cdiv(p->m, m0), cdiv(p->n, n0), g, x);
 }
 
-/* L0 time to cover m_c rows x cols column tiles over all of k in kblocks
- * k blocks: every call pays o once per k block and p per k step. */
-static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
-                      int64_t kblocks)
+/* L0 time of `cols` column tiles, each `full` calls of m0 rows and, when
+ * rem > 0, one of rem rows, over all of k in kblocks k blocks: every call
+ * pays o once per k block and p per k step. The short tile is selected,
+ * not branched on: the search meets every kind of cell in turn. */
+static inline double tiles_time(const vx_rate *r, int m0, int64_t full, int64_t rem, int64_t cols, int64_t k,
+                                int64_t kblocks)
 {
-    const vx_rate *r = F->rate[mode];
-    const int64_t full = m_c / m0, rem = m_c % m0;
     double t = (double)full * ((double)kblocks * r[m0 - 1].o + (double)r[m0 - 1].p * (double)k);
-    if (rem)
-        t += (double)kblocks * r[rem - 1].o + (double)r[rem - 1].p * (double)k;
+    const int64_t last = rem > 0 ? rem : 1;
+    const double short_tile = (double)kblocks * r[last - 1].o + (double)r[last - 1].p * (double)k;
+    t += rem > 0 ? short_tile : 0.0;
     return t * (double)cols;
 }
 
-/* l0_time over the whole cell of x. */
+/* L0 time to cover m_c rows x cols column tiles (the exact edge tile for
+ * the last m_c % m0 rows, no padding). */
+static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
+                      int64_t kblocks)
+{
+    return tiles_time(F->rate[mode], m0, m_c / m0, m_c % m0, cols, k, kblocks);
+}
+
+/* l0_time over the whole cell of x (its row tiles worked out once). */
 static inline double cell_l0_time(const vx_l0_family *F, int mode, int m0, const grid_ctx *x, int64_t k,
                                   int64_t kblocks)
 {
-    const vx_rate *r = F->rate[mode];
-    double t = (double)x->full * ((double)kblocks * r[m0 - 1].o + (double)r[m0 - 1].p * (double)k);
-    /* the short last tile, if any (selected, not branched on: the search
-     * meets every kind of cell in turn) */
-    const int64_t last = x->rem > 0 ? x->rem : 1;
-    const double short_tile = (double)kblocks * r[last - 1].o + (double)r[last - 1].p * (double)k;
-    t += x->rem > 0 ? short_tile : 0.0;
-    return t * (double)x->cols;
+    return tiles_time(F->rate[mode], m0, x->full, x->rem, x->cols, k, kblocks);
 }
 
 /* Rows of B a load mode copies: all k, except that a convolution run with
