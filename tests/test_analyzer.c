@@ -14,6 +14,7 @@
 #include "analyzer/cost.h"
 #include "analyzer/plancache.h"
 #include "analyzer/select.h"
+#include "analyzer/wave.h"
 #include "cpu/cpu_levels.h"
 #include "ref.h"
 #include "vt_isa.h"
@@ -319,4 +320,42 @@ VT_ISA_TEST(plancache, concurrent_first_calls, TMO)
     pthread_barrier_destroy(&g_bar);
     cr_assert_eq(bad, 0, "%ld of %d concurrent plans differed from the uncached choice", bad,
                  CONC_THREADS * 3 * CONC_SHAPES);
+}
+
+/* ---- the wave model (GPU selection, device-neutral) ---- */
+
+static const vx_wave_device wave_dev = {.units = 132, .launch_ns = 2500.0, .split_fixed_ns = 1000.0,
+                                        .reduce_bytes_per_ns = 2000.0, .fixup_ns = 800.0, .c_bytes = 4,
+                                        .beta_reads_c = 0, .max_splits = 32};
+
+/* A candidate that adds its split-K slices inside the kernel pays no second
+ * launch: unsplit it costs the same as one that launches a reduction, split
+ * it costs less, and on a call with few tiles and a long K the ranking
+ * splits it further than the other. */
+Test(wave, in_kernel_split_skips_the_reduction_launch)
+{
+    vx_wave_cand two = {.bm = 1, .bn = 64, .bk = 32, .resident = 4, .o_ns = 900.0f, .p_ns = 11.0f, .fixup = 0};
+    vx_wave_cand one = two;
+    one.fixup = 1;
+    static const int64_t shapes[][3] = {{1, 768, 3072}, {3, 2304, 768}, {16, 1024, 4096}, {7, 100, 50000}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        cr_assert_float_eq(vx_wave_time(&wave_dev, &one, m, n, k, 1), vx_wave_time(&wave_dev, &two, m, n, k, 1),
+                           1e-9, "%lldx%lldx%lld unsplit", (long long)m, (long long)n, (long long)k);
+        for (int s = 2; s <= 16; s *= 2) {
+            const double t1 = vx_wave_time(&wave_dev, &one, m, n, k, s);
+            const double t2 = vx_wave_time(&wave_dev, &two, m, n, k, s);
+            cr_assert((t1 > 0) == (t2 > 0), "%lldx%lldx%lld split %d: %g %g", (long long)m, (long long)n,
+                      (long long)k, s, t1, t2);
+            if (t1 < 0)
+                continue; /* a slice would be empty: refused by both */
+            cr_assert(t1 < t2 - 0.5 * wave_dev.launch_ns, "%lldx%lldx%lld split %d: in-kernel %g ns, "
+                      "two launches %g ns", (long long)m, (long long)n, (long long)k, s, t1, t2);
+        }
+    }
+    vx_wave_choice c1, c2;
+    cr_assert_eq(vx_wave_rank(&wave_dev, &one, NULL, 1, 1, 768, 3072, &c1, 1), 1);
+    cr_assert_eq(vx_wave_rank(&wave_dev, &two, NULL, 1, 1, 768, 3072, &c2, 1), 1);
+    cr_assert(c1.splits > 1 && c1.splits >= c2.splits, "splits: in-kernel %d, two launches %d", c1.splits,
+              c2.splits);
 }

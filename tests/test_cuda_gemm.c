@@ -6,6 +6,7 @@
  *   alpha/beta with beta = 0 over NaN-filled C;
  * - every compiled kernel instance forced (vx_cuda_set_policy), with split-K
  *   not forced (0), 1 and 3, on edge shapes derived from its tile;
+ * - the skinny family's in-kernel split-K over repeated calls;
  * - k == 0, alpha == 0, empty C, operands not aligned to a vector width;
  * - bad arguments (host/device mix, unsupported type combinations, bad enums,
  *   small ld): the status, a message, and nothing written;
@@ -312,6 +313,52 @@ ParameterizedTest(int *part, gpu_instances, forced, .timeout = TMO)
     }
     vx_cuda_set_policy(NULL);
     cr_assert(calls + not_resident > 0 || *part >= n, "part %d ran no call", *part);
+}
+
+/* ---- the skinny family's in-kernel split-K ---- */
+
+/* Every skinny instance (split-K slices added inside the kernel: the last
+ * slice of a tile, found with a per-tile counter, sums the others and
+ * re-arms the counter) with 7 and 12 slices, two row tiles and a ragged
+ * column tile, three calls in a row on one stream: a counter left armed
+ * by one call would let the next call's tiles finish early and wrong. */
+Test(gpu_skinny, split_fixup_rearms, .timeout = TMO)
+{
+    need_device();
+    const int n = vx_cuda_instance_count();
+    int ran = 0;
+    for (int i = 0; i < n; i++) {
+        const vx_cuda_instance *in = vx_cuda_instance_get(i);
+        cr_assert(in != NULL, "vx_cuda_instance_get(%d) is NULL (count %d)", i, n);
+        if (strncmp(in->name, "skinny_", 7) != 0)
+            continue;
+        for (int rep = 0; rep < 3; rep++) {
+            vtx_case c = vtx_case_make(1, 1, 1);
+            canonical_call(&c, rep == 1, in->a_kcontig, in->b_kcontig, in->bm + 1, 2 * (int64_t)in->bn + 3,
+                           1000 + 37 * rep);
+            c.ab_type = in->ab_type;
+            c.c_type = rep == 2 ? in->ab_type : VX_F32;
+            c.math = VX_MATH_DEFAULT;
+            c.tol = tol_for(c.ab_type, c.c_type, c.math);
+            c.alpha = rep == 2 ? -1.5f : 1.0f;
+            c.beta = rep == 0 ? 0.0f : 0.5f;
+            c.c_nan = c.beta == 0.0f;
+            c.ldb_pad = rep == 1 ? 3 : 0;
+            c.seed = (uint64_t)(7000000 + i * 10 + rep);
+            char tag[160];
+            snprintf(tag, sizeof tag, "skinny instance %d %s, call %d of 3, splits %d", i, in->name, rep + 1,
+                     rep == 2 ? 16 : 7);
+            c.tag = tag;
+            vx_cuda_policy pol = {i, rep == 2 ? 16 : 7, VX_UNIT_AUTO};
+            vx_cuda_set_policy(&pol);
+            vtx_result r;
+            vtx_run(&DEV, &c, &r);
+            vx_cuda_set_policy(NULL);
+            cr_assert(r.ok, "%s", r.msg);
+            ran++;
+        }
+    }
+    cr_assert(ran > 0, "no skinny instance among the %d compiled", n);
 }
 
 /* ---- a failing call on the GPU: status, message, nothing written ---- */

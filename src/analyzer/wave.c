@@ -27,7 +27,11 @@ double vx_wave_time(const vx_wave_device *d, const vx_wave_cand *c, int64_t m, i
         const int64_t depth = (rest + d->units - 1) / d->units;
         t += wave * (0.5 + 0.5 * (double)depth / (double)c->resident);
     }
-    if (s > 1) {
+    if (s > 1 && c->fixup) {
+        /* each slice writes its partial tile, the last one reads them all */
+        const double bytes = 8.0 * (double)s * (double)tiles * c->bm * c->bn;
+        t += d->fixup_ns + bytes / d->reduce_bytes_per_ns;
+    } else if (s > 1) {
         const double bytes = 8.0 * (double)s * (double)m * (double)n +
                              (double)d->c_bytes * (double)m * (double)n * (d->beta_reads_c ? 2.0 : 1.0);
         t += d->launch_ns + d->split_fixed_ns + bytes / d->reduce_bytes_per_ns;

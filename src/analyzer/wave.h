@@ -5,6 +5,10 @@
  * time every candidate and split-K factor is priced:
  *
  *   time = full waves x wave(K/s) + partial wave + split-K reduction + launch
+ *
+ * The split-K reduction is a second launch over the partial sums, or, for a
+ * candidate that reduces inside the kernel (fixup), the partial sums' traffic
+ * plus the last slice's serial pass.
  *   waves = ceil(blocks / (resident x units)), blocks = tiles(M) x tiles(N) x s
  *
  * Padding enters through the tile ceilings, idle units through the waves. */
@@ -17,6 +21,7 @@ typedef struct {
     int bm, bn, bk;     /* L1 tile */
     int resident;       /* blocks one unit runs at once (0: cannot run) */
     float o_ns, p_ns;   /* one full wave over a K range of length K: o + p*K ns */
+    int fixup;          /* split-K slices are added inside the kernel (no second launch) */
 } vx_wave_cand;
 
 typedef struct {
@@ -24,6 +29,7 @@ typedef struct {
     double launch_ns;          /* one more kernel launch on the stream */
     double split_fixed_ns;     /* a split-K call's workspace and reduction set-up */
     double reduce_bytes_per_ns;/* the reduction's streaming rate */
+    double fixup_ns;           /* an in-kernel reduction's serial tail (the last slice's pass) */
     int c_bytes;               /* bytes of one C element */
     int beta_reads_c;          /* the reduction reads C too */
     int max_splits;

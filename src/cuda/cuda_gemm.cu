@@ -94,7 +94,20 @@ static double sm_flops_per_ns(const DeviceState &d, const KernelEntry &e)
 void default_wave(const DeviceState &d, const KernelEntry &e, vx_wave_cand &c)
 {
     c.bm = e.bm; c.bn = e.bn; c.bk = e.bk;
+    c.fixup = e.fixup;
     const double res = std::max(1, c.resident);
+    if (e.fixup) {
+        /* The skinny family streams B from DRAM (~3 TB/s on sm_90 parts,
+         * ~1.5 on sm_80) once per row tile; its FFMAs mostly hide behind that. */
+        const int cc = d.prop.major * 10 + d.prop.minor;
+        const double elem = e.dtype == VX_F32 ? 4.0 : 2.0;
+        const double dram = cc >= 90 ? 3000.0 : 1500.0;
+        const double memory = res * d.prop.multiProcessorCount * e.bn * elem / dram;
+        const double compute = res * 2.0 * e.bm * e.bn / sm_flops_per_ns(d, e);
+        c.p_ns = (float)std::max(memory, compute);
+        c.o_ns = 800.0f;
+        return;
+    }
     const double compute = res * 2.0 * e.bm * e.bn / sm_flops_per_ns(d, e);   /* ns per unit of K, one SM */
     const double elem = e.dtype == VX_F32 ? 4.0 : 2.0;
     /* Operand bytes a wave reads per unit of K, mostly from L2 (~5 TB/s here). */
@@ -149,6 +162,7 @@ DeviceState *device_state(vx_status *err)
     d->model.launch_ns = 2500.0;
     d->model.split_fixed_ns = 1000.0;
     d->model.reduce_bytes_per_ns = 2000.0;
+    d->model.fixup_ns = 800.0;
     d->model.max_splits = 32;
     d->tune_source = "defaults: estimated from the device properties (no tuning file with this GPU)";
     load_tuned_waves(*d);
@@ -223,6 +237,13 @@ static int rank_plans(const DeviceState &d, const vx_cuda_gemm_args *g, vx_cuda_
                       int max_out)
 {
     std::vector<unsigned char> ok = eligible(d, g, unit);
+    /* The skinny family is chosen only where one row tile covers M, so B is
+     * read once: with more row tiles it re-reads B and lost to the tiled
+     * kernels on an H100 while the wave model still priced it cheaper.
+     * (Forced, it runs any M: the tests cover that.) */
+    const auto &all = entries();
+    for (size_t i = 0; i < all.size(); i++)
+        if (all[i]->fixup && g->m > all[i]->bm) ok[i] = 0;
     vx_wave_device model = d.model;
     model.c_bytes = g->c_type == VX_F32 ? 4 : 2;
     model.beta_reads_c = g->beta != 0.0f;
@@ -280,24 +301,39 @@ cudaError_t launch_instance(const KernelEntry &e, const KParams &p, int splits, 
 struct Workspace {
     float *ptr = nullptr;
     size_t bytes = 0;
+    int *counters = nullptr; /* in-kernel reductions' per-tile counters: zero between calls */
+    size_t ncounters = 0;
 };
 static std::mutex g_ws_mu;
 static std::unordered_map<uint64_t, Workspace> g_ws;
 
-static cudaError_t workspace(int dev, cudaStream_t s, size_t bytes, float **out)
+/* The stream's workspace of at least `bytes`, and (when ncounters > 0) at
+ * least that many zeroed counters. Kernels that use the counters leave them
+ * zero, so they are cleared only when first allocated. */
+static cudaError_t workspace(int dev, cudaStream_t s, size_t bytes, size_t ncounters, float **out, int **counters)
 {
     std::lock_guard<std::mutex> lock(g_ws_mu);
     Workspace &w = g_ws[(uint64_t)(uintptr_t)s * 64 + (uint64_t)dev];
+    cudaError_t ce;
     if (w.bytes < bytes) {
         if (w.ptr) cudaFreeAsync(w.ptr, s);
         w.ptr = nullptr;
         w.bytes = 0;
         const size_t grow = std::max(bytes, (size_t)4 << 20);
-        cudaError_t ce = cudaMallocAsync((void **)&w.ptr, grow, s);
-        if (ce != cudaSuccess) return ce;
+        if ((ce = cudaMallocAsync((void **)&w.ptr, grow, s)) != cudaSuccess) return ce;
         w.bytes = grow;
     }
+    if (w.ncounters < ncounters) {
+        if (w.counters) cudaFreeAsync(w.counters, s);
+        w.counters = nullptr;
+        w.ncounters = 0;
+        const size_t grow = std::max(ncounters, (size_t)1 << 16);
+        if ((ce = cudaMallocAsync((void **)&w.counters, grow * sizeof(int), s)) != cudaSuccess) return ce;
+        if ((ce = cudaMemsetAsync(w.counters, 0, grow * sizeof(int), s)) != cudaSuccess) return ce;
+        w.ncounters = grow;
+    }
     *out = w.ptr;
+    if (counters) *counters = w.counters;
     return cudaSuccess;
 }
 
@@ -472,6 +508,7 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
     p.a = g->a; p.lda = g->lda; p.b = g->b; p.ldb = g->ldb; p.c = g->c; p.ldc = g->ldc;
     p.alpha = g->alpha; p.beta = g->beta; p.c_type = (int)g->c_type;
     p.ws = nullptr;
+    p.counters = nullptr;
     p.k_per_split = (int)kps;
     const int elem = g->ab_type == VX_F32 ? 4 : 2;
     p.a_vec = aligned16(g->a, g->lda, elem);
@@ -479,15 +516,18 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
 
     cudaError_t ce;
     if (splits > 1) {
-        const size_t bytes = (size_t)splits * m * n * sizeof(float);
-        if ((ce = workspace(d->id, s, bytes, &p.ws)) != cudaSuccess) {
+        const size_t tiles = (size_t)((m + e.bm - 1) / e.bm) * ((n + e.bn - 1) / e.bn);
+        /* a second-launch reduction reads [split][m][n]; an in-kernel one
+         * [split][tile][bm x bn] and a counter per tile */
+        const size_t bytes = (size_t)splits * (e.fixup ? tiles * e.bm * e.bn : (size_t)m * n) * sizeof(float);
+        if ((ce = workspace(d->id, s, bytes, e.fixup ? tiles : 0, &p.ws, &p.counters)) != cudaSuccess) {
             cudaGetLastError();
             return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm_ex: the split-K workspace (%zu bytes) could not be "
                            "allocated: %s", bytes, cudaGetErrorString(ce));
         }
     }
     ce = launch_instance(e, p, splits, s);
-    if (ce == cudaSuccess && splits > 1) {
+    if (ce == cudaSuccess && splits > 1 && !e.fixup) {
         const long long total = (long long)m * n;
         splitk_reduce<<<elementwise_blocks(total), 256, 0, s>>>(p.ws, splits, m, n, g->c, g->ldc, g->c_type, g->alpha,
                                                                 g->beta);

@@ -35,7 +35,8 @@ struct KParams {
     void *c; long long ldc;
     float alpha, beta;
     int c_type;
-    float *ws;         /* split-K partial sums [split][m][n]; NULL: write C */
+    float *ws;         /* split-K partial sums (layout: the kernel family's); NULL: write C */
+    int *counters;     /* per-tile arrival counters of in-kernel split-K reductions (zero between calls) */
     int k_per_split;   /* multiple of BK */
     int a_vec, b_vec;  /* 16-byte copies allowed for A / B */
 };
@@ -58,19 +59,26 @@ __device__ __forceinline__ void store_c(void *c, long long i, float v, int ct)
     else ((__nv_bfloat16 *)c)[i] = __float2bfloat16_rn(v);
 }
 
-/* C(row, col) = alpha * acc + beta * C, or the raw partial sum to the split-K
- * workspace. beta == 0 never reads C. */
-__device__ __forceinline__ void epilogue_store(const KParams &p, int row, int col, float acc)
+/* C(row, col) = alpha * acc + beta * C for row < m, col < n. beta == 0
+ * never reads C. */
+__device__ __forceinline__ void store_final(const KParams &p, int row, int col, float acc)
 {
     if (row >= p.m || col >= p.n) return;
-    if (p.ws) {
-        p.ws[((long long)blockIdx.z * p.m + row) * p.n + col] = acc;
-        return;
-    }
     const long long i = (long long)row * p.ldc + col;
     float v = p.alpha * acc;
     if (p.beta != 0.0f) v += p.beta * load_c(p.c, i, p.c_type);
     store_c(p.c, i, v, p.c_type);
+}
+
+/* store_final, or the raw partial sum to the split-K workspace
+ * [split][m][n] that the separate reduction kernel adds up. */
+__device__ __forceinline__ void epilogue_store(const KParams &p, int row, int col, float acc)
+{
+    if (p.ws) {
+        if (row < p.m && col < p.n) p.ws[((long long)blockIdx.z * p.m + row) * p.n + col] = acc;
+        return;
+    }
+    store_final(p, row, col, acc);
 }
 
 __device__ __forceinline__ unsigned smem_addr(const void *p)
@@ -492,6 +500,7 @@ struct KernelEntry {
     int bm, bn, bk, wm, wn, stages, threads, smem_bytes;
     const void *func;
     void (*launch)(const KParams &, dim3, cudaStream_t);
+    int fixup;         /* split-K reduced inside the kernel (workspace + counters), not by a second launch */
 };
 
 template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK, int WM, int WN, int STAGES>
