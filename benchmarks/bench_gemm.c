@@ -445,6 +445,7 @@ typedef struct {
 #endif
 } call_ctx;
 
+#ifdef HAVE_DNNL /* only the oneDNN calls report failures this way */
 static void call_failed(call_ctx *x, const char *fmt, const char *what, int code)
 {
     if (x->failed)
@@ -452,6 +453,7 @@ static void call_failed(call_ctx *x, const char *fmt, const char *what, int code
     x->failed = 1;
     snprintf(x->err, sizeof x->err, fmt, what, code);
 }
+#endif
 
 /* ---- oneDNN matmul with runtime dimensions ------------------------------ */
 

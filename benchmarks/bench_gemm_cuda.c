@@ -699,7 +699,7 @@ typedef struct {
     int on[NRUN];
     double us[NRUN];     /* median microseconds */
     double err[NRUN];    /* Vortex vs cuBLAS, worst of the first and the last call */
-    int plan[NRUN], splits[NRUN];
+    int plan[NRUN], splits[NRUN], transposed[NRUN]; /* transposed: runs C^T = B^T A^T */
     double pred_us[NRUN];
     int failed[NRUN];    /* a Vortex call returned an error */
     double host_max_s[NRUN]; /* longest host time of one call */
@@ -858,6 +858,7 @@ static void run_case(const gcase *c, const options *o, dbufs *d, hbufs *h, gres 
         if (vx_cuda_explain(&g, &ch, 1) >= 1) {
             r->plan[run] = ch.instance;
             r->splits[run] = ch.splits;
+            r->transposed[run] = ch.transposed;
             r->pred_us[run] = ch.predicted_us;
         }
     }
@@ -945,7 +946,7 @@ static void plan_name(const gres *r, int run, char *buf, size_t len)
     if (!in || !in->name)
         snprintf(buf, len, "?");
     else
-        snprintf(buf, len, "%s", in->name);
+        snprintf(buf, len, "%s%s", r->transposed[run] ? "T:" : "", in->name);
     for (char *p = buf; *p; p++)
         if (*p == ',' || *p == ' ')
             *p = '_';

@@ -7,6 +7,8 @@
  * - every compiled kernel instance forced (vx_cuda_set_policy), with split-K
  *   not forced (0), 1 and 3, on edge shapes derived from its tile;
  * - the skinny family's in-kernel split-K over repeated calls;
+ * - the transposed orientation (C^T = B^T A^T) forced, and the model
+ *   weighing both orientations;
  * - k == 0, alpha == 0, empty C, operands not aligned to a vector width;
  * - bad arguments (host/device mix, unsupported type combinations, bad enums,
  *   small ld): the status, a message, and nothing written;
@@ -230,6 +232,16 @@ static void canonical_call(vtx_case *c, int col, int a_kcontig, int b_kcontig, i
 
 static int64_t at_least_1(int64_t v) { return v > 0 ? v : 1; }
 
+/* One checked call under a selection policy (restored afterwards). */
+static void run_with_policy(vtx_case *c, vx_cuda_policy pol)
+{
+    vx_cuda_set_policy(&pol);
+    vtx_result r;
+    vtx_run(&DEV, c, &r);
+    vx_cuda_set_policy(NULL);
+    cr_assert(r.ok, "%s", r.msg);
+}
+
 /* The dynamic shared memory one block of this device may use: an instance
  * asking for more cannot run here (the library refuses to force it). */
 static int max_smem_optin(void)
@@ -302,12 +314,7 @@ ParameterizedTest(int *part, gpu_instances, forced, .timeout = TMO)
                                  i, in->name, in->a_kcontig, in->b_kcontig, in->bm, in->bn, in->bk,
                                  splits[sp]);
                         c.tag = tag;
-                        vx_cuda_policy pol = {i, splits[sp], VX_UNIT_AUTO};
-                        vx_cuda_set_policy(&pol);
-                        vtx_result r;
-                        vtx_run(&DEV, &c, &r);
-                        vx_cuda_set_policy(NULL);
-                        cr_assert(r.ok, "%s", r.msg);
+                        run_with_policy(&c, (vx_cuda_policy){i, splits[sp], VX_UNIT_AUTO, 0});
                         calls++;
                     }
     }
@@ -349,16 +356,95 @@ Test(gpu_skinny, split_fixup_rearms, .timeout = TMO)
             snprintf(tag, sizeof tag, "skinny instance %d %s, call %d of 3, splits %d", i, in->name, rep + 1,
                      rep == 2 ? 16 : 7);
             c.tag = tag;
-            vx_cuda_policy pol = {i, rep == 2 ? 16 : 7, VX_UNIT_AUTO};
-            vx_cuda_set_policy(&pol);
-            vtx_result r;
-            vtx_run(&DEV, &c, &r);
-            vx_cuda_set_policy(NULL);
-            cr_assert(r.ok, "%s", r.msg);
+            run_with_policy(&c, (vx_cuda_policy){i, rep == 2 ? 16 : 7, VX_UNIT_AUTO, 0});
             ran++;
         }
     }
     cr_assert(ran > 0, "no skinny instance among the %d compiled", n);
+}
+
+/* ---- the transposed orientation (C^T = B^T A^T, C stored transposed) ---- */
+
+/* Every type combination and layout, the transpose pairs, alpha/beta with
+ * beta = 0 over NaN, padded leading dimensions, on shapes with a small N
+ * (the case the orientation exists for) and a few others, forced to run
+ * transposed with the model's instance; unsplit, split in the GEMM with a
+ * reduction launch, and through the skinny family's in-kernel split. */
+Test(gpu_orient, transposed_matches_reference, .timeout = TMO)
+{
+    need_device();
+    static const int64_t shapes[][3] = {{300, 1, 64}, {257, 2, 33},  {1000, 7, 129}, {65, 16, 300},
+                                        {33, 17, 5},  {1, 1, 1},     {129, 3, 1000}, {5, 64, 77}};
+    const int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    static const float alphas[] = {1.0f, -0.5f, 1.25f};
+    static const float betas[] = {0.0f, 0.5f, -1.0f, 0.0f};
+    int calls = 0;
+    for (int tc = 0; tc < N_TCOMBOS; tc++)
+        for (int col = 0; col < 2; col++)
+            for (int si = 0; si < ns; si++) {
+                const int i = (tc * 2 + col) * ns + si;
+                vtx_case c = vtx_case_make(shapes[si][0], shapes[si][1], shapes[si][2]);
+                c.layout = col ? VX_COL_MAJOR : VX_ROW_MAJOR;
+                c.ta = i & 1 ? VX_TRANS : VX_NO_TRANS;
+                c.tb = i & 2 ? VX_TRANS : VX_NO_TRANS;
+                set_types(&c, &tcombos[tc]);
+                c.alpha = alphas[i % 3];
+                c.beta = betas[i % 4];
+                c.c_nan = c.beta == 0.0f;
+                c.lda_pad = pads[i % 5];
+                c.ldb_pad = pads[(i + 2) % 5];
+                c.ldc_pad = pads[(i + 4) % 5];
+                c.seed = (uint64_t)(8000000 + i);
+                const int splits = i % 3 == 0 ? 0 : i % 3 == 1 ? 3 : 1; /* 0: the model's */
+                char tag[128];
+                snprintf(tag, sizeof tag, "transposed orientation, combo %d, layout %d, splits %d", tc, col, splits);
+                c.tag = tag;
+                run_with_policy(&c, (vx_cuda_policy){.instance = -1, .splits = splits, .unit = VX_UNIT_AUTO,
+                                                     .orient = 2});
+                calls++;
+            }
+    cr_assert_eq(calls, N_TCOMBOS * 2 * ns);
+}
+
+/* Forcing an orientation returns plans of that orientation only, cheapest
+ * first. Where N is below the narrowest tile and below M the model weighs
+ * both (its choice is never dearer than either alone); elsewhere it keeps
+ * the call's orientation. */
+Test(gpu_orient, explain_weighs_both, .timeout = TMO)
+{
+    need_device();
+    static const int64_t shapes[][3] = {{100000, 2, 64}, {2, 100000, 64}, {512, 512, 512}};
+    for (int si = 0; si < 3; si++) {
+        const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        vx_cuda_gemm_args g = vx_cuda_canonical(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, m, n, k, 1.0f, NULL,
+                                                VX_F32, k, NULL, n, 0.0f, NULL, VX_F32, n, VX_MATH_DEFAULT);
+        vx_cuda_choice any[6], one[2][6];
+        const int got = vx_cuda_explain(&g, any, 6);
+        cr_assert(got > 0, "no plan for %lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+        for (int o = 0; o < 2; o++) {
+            vx_cuda_policy pol = {.instance = -1, .splits = 0, .unit = VX_UNIT_AUTO, .orient = o + 1};
+            vx_cuda_set_policy(&pol);
+            const int n1 = vx_cuda_explain(&g, one[o], 6);
+            vx_cuda_set_policy(NULL);
+            cr_assert(n1 > 0, "no plan with orient %d", o + 1);
+            for (int i = 0; i < n1; i++) {
+                cr_assert_eq(one[o][i].transposed, o, "orient %d returned a plan with transposed = %d", o + 1,
+                             one[o][i].transposed);
+                if (i)
+                    cr_assert(one[o][i].predicted_us >= one[o][i - 1].predicted_us, "not cheapest first");
+            }
+            if (si == 0)
+                cr_assert(any[0].predicted_us <= one[o][0].predicted_us + 1e-9,
+                          "%lldx%lldx%lld: free choice %g us dearer than orient %d's %g us", (long long)m,
+                          (long long)n, (long long)k, any[0].predicted_us, o + 1, one[o][0].predicted_us);
+        }
+        if (si > 0)
+            for (int i = 0; i < got; i++)
+                cr_assert(!any[i].transposed && any[i].instance == one[0][i].instance &&
+                              any[i].splits == one[0][i].splits,
+                          "%lldx%lldx%lld: plan %d differs from the as-called ranking", (long long)m,
+                          (long long)n, (long long)k, i);
+    }
 }
 
 /* ---- a failing call on the GPU: status, message, nothing written ---- */
@@ -677,7 +763,7 @@ Test(gpu_edge, forced_instance_mismatch, .timeout = TMO)
     fail_bufs_init(&f);
     for (int i = 0; i < n; i += quick() ? 5 : 1) {
         const vx_cuda_instance *in = vx_cuda_instance_get(i);
-        vx_cuda_policy pol = {i, 1, VX_UNIT_AUTO};
+        vx_cuda_policy pol = {i, 1, VX_UNIT_AUTO, 0};
         /* the right layout, another operand type */
         static const vx_dtype all[] = {VX_F32, VX_F16, VX_BF16};
         for (int t = 0; t < 3; t++) {
@@ -747,12 +833,14 @@ Test(gpu_edge, explain_matches_call, .timeout = TMO)
                                   "choice %d: instance %d splits %d", j, ch[j].instance,
                                   ch[j].splits);
                         const vx_cuda_instance *in = vx_cuda_instance_get(ch[j].instance);
-                        cr_assert(in->ab_type == g.ab_type && in->a_kcontig == ak &&
-                                  in->b_kcontig == bk &&
+                        /* a transposed plan runs B^T A^T: the operands swap */
+                        const int eak = ch[j].transposed ? bk : ak, ebk = ch[j].transposed ? ak : bk;
+                        cr_assert(in->ab_type == g.ab_type && in->a_kcontig == eak &&
+                                  in->b_kcontig == ebk &&
                                   (!in->tf32 || g.math == VX_MATH_TF32),
-                                  "choice %d (%s) does not fit %lldx%lldx%lld combo %d kcontig "
-                                  "%d%d", j, in->name, (long long)g.m, (long long)g.n,
-                                  (long long)g.k, ti, ak, bk);
+                                  "choice %d (%s%s) does not fit %lldx%lldx%lld combo %d kcontig "
+                                  "%d%d", j, ch[j].transposed ? "T:" : "", in->name, (long long)g.m,
+                                  (long long)g.n, (long long)g.k, ti, ak, bk);
                         cr_assert(isfinite(ch[j].predicted_us) && ch[j].predicted_us > 0.0,
                                   "choice %d (%s): predicted %g us", j, in->name,
                                   ch[j].predicted_us);

@@ -217,9 +217,11 @@ static int explain_gpu(long long m, long long n, long long k, int col, int ta, i
            ta ? "T" : "N", tb ? "T" : "N", dtype, m, n, k, vx_cuda_tune_source());
     for (int i = 0; i < got; i++) {
         const vx_cuda_instance *in = vx_cuda_instance_get(ch[i].instance);
-        printf("  %s %-36s split-K %2d  predicted %9.2f us\n", i ? "   " : "-> ", in->name, ch[i].splits,
-               ch[i].predicted_us);
+        printf("  %s %s%-36s split-K %2d  predicted %9.2f us\n", i ? "   " : "-> ", ch[i].transposed ? "T:" : "  ",
+               in->name, ch[i].splits, ch[i].predicted_us);
     }
+    if (got)
+        printf("  (T: runs as C^T = B^T A^T, the instance's M tile over the call's N)\n");
     if (!got)
         printf("  no compiled kernel runs this combination\n");
     return got ? 0 : 1;

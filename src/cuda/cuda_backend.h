@@ -82,11 +82,15 @@ const vx_cuda_instance *vx_cuda_instance_get(int i);
  * instance runs unsplit), splits >= 1 forces the split-K factor (lowered
  * until no slice is empty), unit restricts the choice to one kind of core.
  * Default: instance -1, splits 0, unit AUTO. Process-wide and meant for
- * tests, benchmarks and tools, not for concurrent production callers. */
+ * tests, benchmarks and tools, not for concurrent production callers.
+ * orient forces the orientation: every call may run as C^T = B^T A^T
+ * (the instances then see M and N swapped and store C transposed); a
+ * forced instance runs as called unless orient says otherwise. */
 typedef struct {
     int instance;
     int splits;
     vx_cuda_unit unit;
+    int orient;   /* 0: the model picks; 1: as called; 2: transposed (C^T = B^T A^T) */
 } vx_cuda_policy;
 void vx_cuda_set_policy(const vx_cuda_policy *p); /* NULL restores the default */
 
@@ -100,6 +104,7 @@ int vx_cuda_describe(char *buf, size_t len);
 typedef struct {
     int instance, splits;
     double predicted_us;
+    int transposed;   /* runs C^T = B^T A^T: the instance's tile M covers the call's N */
 } vx_cuda_choice;
 int vx_cuda_explain(const vx_cuda_gemm_args *g, vx_cuda_choice *out, int max_out);
 

@@ -39,6 +39,7 @@ struct KParams {
     int *counters;     /* per-tile arrival counters of in-kernel split-K reductions (zero between calls) */
     int k_per_split;   /* multiple of BK */
     int a_vec, b_vec;  /* 16-byte copies allowed for A / B */
+    int c_trans;       /* C(row, col) lives at c[col * ldc + row]: the call runs transposed */
 };
 
 __device__ __forceinline__ float to_f32(float x) { return x; }
@@ -64,7 +65,7 @@ __device__ __forceinline__ void store_c(void *c, long long i, float v, int ct)
 __device__ __forceinline__ void store_final(const KParams &p, int row, int col, float acc)
 {
     if (row >= p.m || col >= p.n) return;
-    const long long i = (long long)row * p.ldc + col;
+    const long long i = p.c_trans ? (long long)col * p.ldc + row : (long long)row * p.ldc + col;
     float v = p.alpha * acc;
     if (p.beta != 0.0f) v += p.beta * load_c(p.c, i, p.c_type);
     store_c(p.c, i, v, p.c_type);

@@ -56,27 +56,24 @@ __device__ __forceinline__ void unpack16(float *o, uint4 v, const float *)
     o[0] = __uint_as_float(v.x); o[1] = __uint_as_float(v.y);
     o[2] = __uint_as_float(v.z); o[3] = __uint_as_float(v.w);
 }
-__device__ __forceinline__ void unpack16(float *o, uint4 v, const __half *)
+__device__ __forceinline__ float2 pair_to_f32(__half2 h) { return __half22float2(h); }
+__device__ __forceinline__ float2 pair_to_f32(__nv_bfloat162 h) { return __bfloat1622float2(h); }
+/* 16 bytes of 16-bit values (H2: their pair type) as 8 floats */
+template <class H2> __device__ __forceinline__ void unpack16_pairs(float *o, uint4 v)
 {
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        __half2 h;
+        H2 h;
         memcpy(&h, &w[i], 4);
-        const float2 f = __half22float2(h);
+        const float2 f = pair_to_f32(h);
         o[2 * i] = f.x; o[2 * i + 1] = f.y;
     }
 }
+__device__ __forceinline__ void unpack16(float *o, uint4 v, const __half *) { unpack16_pairs<__half2>(o, v); }
 __device__ __forceinline__ void unpack16(float *o, uint4 v, const __nv_bfloat16 *)
 {
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        __nv_bfloat162 h;
-        memcpy(&h, &w[i], 4);
-        const float2 f = __bfloat1622float2(h);
-        o[2 * i] = f.x; o[2 * i + 1] = f.y;
-    }
+    unpack16_pairs<__nv_bfloat162>(o, v);
 }
 
 /* n consecutive elements at p as floats: whole 16-byte vectors when vec
