@@ -322,6 +322,46 @@ VT_ISA_TEST(plancache, concurrent_first_calls, TMO)
                  CONC_THREADS * 3 * CONC_SHAPES);
 }
 
+/* ---- copies from far memory ---- */
+
+/* Price of plan (l1, l2) for an m x 16 x 16 plain GEMM under desc d. */
+static double copy_ab_price(const vx_device_desc *d, const vx_candidates *c, int64_t m, int l1, int l2)
+{
+    const vx_problem p = {.m = m, .n = 16, .k = 16, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    return vx_cost_price(d, c, &p, l1, l2);
+}
+
+/* A copied from beyond the second level costs its read from there plus the
+ * copy (the register transposes do not overlap the far reads; NOTES.md,
+ * 232965x16x16), so a slower in-cache copy rate raises the price even when
+ * the read alone is slower; from within the first level the copy runs at
+ * the slower of the two and a copy rate below the read changes nothing. */
+VT_ISA_TEST(cost, far_a_copy_pays_read_and_copy, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M);
+    const vx_candidates *c = &M->cand;
+    int l1 = -1, l2 = -1;
+    for (int j = 0; j < c->n1 && l1 < 0; j++)
+        if (c->l1[j].mode == VX_LOAD_COPY_AB)
+            l1 = j;
+    for (int g = 0; g < c->n2 && l2 < 0; g++)
+        if (c->l2[g].tm == 1 && c->l2[g].tn == 1)
+            l2 = g;
+    cr_assert(l1 >= 0 && l2 >= 0, "no copying candidate (%d) or 1x1 grid (%d)", l1, l2);
+    vx_device_desc lo = M->desc, hi = M->desc;
+    /* copy rates far below any read: the read decides under the max */
+    lo.copy_ns[0][0] = 1e-4;
+    hi.copy_ns[0][0] = 2e-4;
+    const int64_t far_m = 4 * (M->desc.mem[M->desc.nmem - 2].bytes / (16 * M->desc.elem_bytes)) + 7;
+    const double far_lo = copy_ab_price(&lo, c, far_m, l1, l2), far_hi = copy_ab_price(&hi, c, far_m, l1, l2);
+    cr_assert(far_lo > 0 && far_hi > far_lo, "A of %lld x 16 beyond L2: copy rate x2 moved the price %g -> %g ns",
+              (long long)far_m, far_lo, far_hi);
+    const double near_lo = copy_ab_price(&lo, c, 8, l1, l2), near_hi = copy_ab_price(&hi, c, 8, l1, l2);
+    cr_assert(near_lo > 0 && near_hi == near_lo, "A of 8 x 16 in L1: copy rate x2 moved the price %g -> %g ns",
+              near_lo, near_hi);
+}
+
 /* ---- the wave model (GPU selection, device-neutral) ---- */
 
 static const vx_wave_device wave_dev = {.units = 132, .launch_ns = 2500.0, .split_fixed_ns = 1000.0,

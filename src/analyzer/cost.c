@@ -6,7 +6,8 @@
  *                          (contiguous, prefetched: streams overlap compute)
  *        cell = copies + compute + streams     operands read in place (rows
  *                          a leading dimension apart, not prefetched: stalls)
- *          copies : elements copied x max(copy rate, element / source bandwidth)
+ *          copies : elements copied x max(copy rate, element / source bandwidth),
+ *                   except A copied from beyond L2: copy rate + element / bandwidth
  *          compute: L0 calls x (o + p x kb), summed over k blocks, with the
  *                   exact edge tile for the last m0 rows (no padding)
  *          streams: bytes each L0 call reads from outside the registers over
@@ -76,6 +77,18 @@ static double copy_b_ns(const vx_device_desc *d, const vx_problem *p)
     return d->copy_ns[1][p->b_trans] + (p->b_run > 0 ? d->gather_run_ns / (double)p->b_run : 0.0);
 }
 
+/* ns per element of A copied into its buffer. From within the first two
+ * levels the copy runs at the slower of its in-cache rate and the read; from
+ * L3 or DRAM it pays both: A is copied through register transposes whose
+ * loads do not overlap the far reads (232965x16x16 on 2 Zen cores: packed
+ * 3.4 ms against 2.4 predicted with the slower of the two, A in place
+ * 2.5 ms; NOTES.md). B's copies are plain row copies and keep the max. */
+static double copy_a_elem_ns(const vx_device_desc *d, const vx_problem *p, int m0, double bw_home, int far)
+{
+    const double rate = copy_a_ns(d, p, m0), read = d->elem_bytes / bw_home;
+    return far ? rate + read : dmax(rate, read);
+}
+
 /* Per-(grid, tile) quantities every L1 candidate under it shares. */
 typedef struct {
     int64_t m_c, n_c;   /* the largest cell */
@@ -84,6 +97,7 @@ typedef struct {
     int t;              /* units running cells */
     double fixed;       /* call + parallel region */
     double bw_a_home, bw_b_home;
+    int a_far;          /* A's home is beyond the second level (L3 or DRAM) */
     double bw_top;      /* the fastest level's bandwidth (the bounds' re-reads) */
 } grid_ctx;
 
@@ -104,6 +118,9 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, int t, gri
     x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
     x->bw_a_home = bw_for(d, e * (double)p->m * (double)p->k, t);
     x->bw_b_home = bw_for(d, e * (double)p->k * (double)p->n, t);
+    /* a plain matrix (a convolution's gathered patches are priced per run) */
+    x->a_far = d->nmem > 2 && p->a_run <= 0 && p->a_seg <= 0 &&
+               e * (double)p->m * (double)p->k > (double)d->mem[1].bytes;
     x->bw_top = d->bw_shared;
     for (int i = 0; i < d->nmem; i++)
         x->bw_top = dmax(x->bw_top, d->mem[i].bw);
@@ -216,7 +233,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
         const int64_t nc = b->nc < n_c ? b->nc : cdiv(n_c, n0) * n0;
         const int64_t MB = cdiv(m_c, mc), NB = cdiv(n_c, nc);
         const double copy_a = (double)NB * (double)m_c * (double)k *
-                              dmax(copy_a_ns(d, p, m0), e / x->bw_a_home);
+                              copy_a_elem_ns(d, p, m0, x->bw_a_home, x->a_far);
         /* A block read once per column tile from its buffer; the B block once
          * per row block from wherever it fits. */
         const double bw_abuf = d->mem[d->buffer_level_a].bw;
@@ -355,7 +372,7 @@ static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_
     if (mode != VX_LOAD_NONE)
         lb += (double)x->n_c * b_copied_k(p, mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
     if (mode == VX_LOAD_COPY_AB) {
-        lb += (double)x->m_c * (double)p->k * dmax(copy_a_ns(d, p, m0), e / x->bw_a_home);
+        lb += (double)x->m_c * (double)p->k * copy_a_elem_ns(d, p, m0, x->bw_a_home, x->a_far);
         const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
         return lb + dmax(compute, streams);
     }
