@@ -33,17 +33,28 @@ int64_t vx_cost_kc(int64_t kc, int64_t k)
     return kb < k ? kb : k;
 }
 
-/* Bandwidth (bytes/ns) of the first memory level that holds `bytes`, for a
- * unit sharing the last level with t - 1 others. */
-static double bw_for(const vx_device_desc *d, double bytes, int t)
+/* The first memory level that holds `bytes` (the last one holds anything). */
+static int level_for(const vx_device_desc *d, double bytes)
 {
-    for (int i = 0; i < d->nmem - 1; i++)
-        if (bytes <= (double)d->mem[i].bytes)
-            return d->mem[i].bw;
+    int i = 0;
+    while (i < d->nmem - 1 && bytes > (double)d->mem[i].bytes)
+        i++;
+    return i;
+}
+
+/* Bandwidth (bytes/ns) of memory level i for a unit sharing the last level
+ * with t - 1 others. */
+static double bw_at(const vx_device_desc *d, int i, int t)
+{
+    if (i < d->nmem - 1)
+        return d->mem[i].bw;
     const double shared = d->bw_shared / t;
     const double own = d->mem[d->nmem - 1].bw;
     return shared < own ? shared : own;
 }
+
+/* Bandwidth of the first memory level that holds `bytes`. */
+static double bw_for(const vx_device_desc *d, double bytes, int t) { return bw_at(d, level_for(d, bytes), t); }
 
 double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
 {
@@ -116,11 +127,11 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, int t, gri
     const double e = d->elem_bytes;
     x->t = t;
     x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
-    x->bw_a_home = bw_for(d, e * (double)p->m * (double)p->k, t);
+    const int a_level = level_for(d, e * (double)p->m * (double)p->k);
+    x->bw_a_home = bw_at(d, a_level, t);
     x->bw_b_home = bw_for(d, e * (double)p->k * (double)p->n, t);
     /* a plain matrix (a convolution's gathered patches are priced per run) */
-    x->a_far = d->nmem > 2 && p->a_run <= 0 && p->a_seg <= 0 &&
-               e * (double)p->m * (double)p->k > (double)d->mem[1].bytes;
+    x->a_far = a_level >= 2 && p->a_run <= 0 && p->a_seg <= 0;
     x->bw_top = d->bw_shared;
     for (int i = 0; i < d->nmem; i++)
         x->bw_top = dmax(x->bw_top, d->mem[i].bw);
