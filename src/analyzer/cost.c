@@ -22,7 +22,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) through a double division, corrected upward (exact for the
+ * sizes a call can have, below 2^53): a 64-bit integer division takes
+ * tens of cycles on some cores, and the search does hundreds. */
+static inline int64_t cdiv(int64_t a, int64_t b)
+{
+    const int64_t q = (int64_t)((double)a / (double)b);
+    return q + (q * b < a);
+}
+
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
 
@@ -36,9 +44,11 @@ int64_t vx_cost_kc(int64_t kc, int64_t k)
 /* The first memory level that holds `bytes` (the last one holds anything). */
 static int level_for(const vx_device_desc *d, double bytes)
 {
+    /* capacities grow level by level: count those `bytes` exceeds (branch
+     * free; the search meets every level in turn) */
     int i = 0;
-    while (i < d->nmem - 1 && bytes > (double)d->mem[i].bytes)
-        i++;
+    for (int j = 0; j < d->nmem - 1; j++)
+        i += bytes > (double)d->mem[j].bytes;
     return i;
 }
 
@@ -94,9 +104,9 @@ static double copy_b_ns(const vx_device_desc *d, const vx_problem *p)
  * loads do not overlap the far reads (232965x16x16 on 2 Zen cores: packed
  * 3.4 ms against 2.4 predicted with the slower of the two, A in place
  * 2.5 ms; NOTES.md). B's copies are plain row copies and keep the max. */
-static double copy_a_elem_ns(const vx_device_desc *d, const vx_problem *p, int m0, double bw_home, int far)
+static double copy_a_elem_ns(const vx_device_desc *d, const vx_problem *p, int m0, double home_ns_per_byte, int far)
 {
-    const double rate = copy_a_ns(d, p, m0), read = d->elem_bytes / bw_home;
+    const double rate = copy_a_ns(d, p, m0), read = d->elem_bytes * home_ns_per_byte;
     return far ? rate + read : dmax(rate, read);
 }
 
@@ -107,18 +117,18 @@ typedef struct {
     int64_t full, rem;  /* its full row tiles and the rows of the short last one */
     int t;              /* units running cells */
     double fixed;       /* call + parallel region */
-    double bw_a_home, bw_b_home;
+    /* Bandwidths as ns per byte (the prices multiply instead of dividing) */
+    double nspb[4];     /* each memory level's, for a unit among t */
+    double a_home, b_home; /* the levels A and B live in */
+    double top;         /* the fastest level's (the bounds' re-reads) */
+    double abuf;        /* the level a copied A block is read from (the unit's own) */
+    double strided, stride_stream; /* in-place rows far apart: re-read, first pass */
+    int b_home_last;    /* B's home reads no faster than the last level alone */
     int a_far;          /* A's home is beyond the second level (L3 or DRAM) */
-    double bw_top;      /* the fastest level's bandwidth (the bounds' re-reads) */
+    double copy_b;      /* ns per element of B copied (rate or read, the slower) */
+    double copy_a;      /* ns per element of A copied (cell_rates: per tile height) */
 } grid_ctx;
 
-/* cdiv through a double division (exact below 2^53, corrected upward):
- * faster than an integer one and without the branches of special cases. */
-static inline int64_t cdiv_fp(int64_t a, int64_t b)
-{
-    const int64_t q = (int64_t)((double)a / (double)b);
-    return q + (q * b < a);
-}
 
 /* What depends on the grid's unit count only: the fixed cost and the
  * levels the operands live in. */
@@ -127,38 +137,81 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, int t, gri
     const double e = d->elem_bytes;
     x->t = t;
     x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
+    double bw_top = d->bw_shared;
+    for (int i = 0; i < d->nmem; i++) {
+        x->nspb[i] = 1.0 / bw_at(d, i, t);
+        bw_top = dmax(bw_top, d->mem[i].bw);
+    }
+    x->top = 1.0 / bw_top;
+    x->abuf = 1.0 / d->mem[d->buffer_level_a].bw;
+    x->strided = 1.0 / d->bw_strided;
+    x->stride_stream = 1.0 / d->bw_stride_stream;
     const int a_level = level_for(d, e * (double)p->m * (double)p->k);
-    x->bw_a_home = bw_at(d, a_level, t);
-    x->bw_b_home = bw_for(d, e * (double)p->k * (double)p->n, t);
+    const int b_level = level_for(d, e * (double)p->k * (double)p->n);
+    x->a_home = x->nspb[a_level];
+    x->b_home = x->nspb[b_level];
+    x->b_home_last = bw_at(d, b_level, t) <= d->mem[d->nmem - 1].bw;
     /* a plain matrix (a convolution's gathered patches are priced per run) */
     x->a_far = a_level >= 2 && p->a_run <= 0 && p->a_seg <= 0;
-    x->bw_top = d->bw_shared;
-    for (int i = 0; i < d->nmem; i++)
-        x->bw_top = dmax(x->bw_top, d->mem[i].bw);
+    x->copy_b = dmax(copy_b_ns(d, p), e * x->b_home);
+    x->copy_a = 0;
 }
 
-/* The cell of grid g over R x C tiles of m0 x n0; 0 when the grid has more
- * cells than tiles. grid_common must have filled x for g's unit count. */
-static int cell_setup(const vx_problem *p, int m0, int n0, int64_t R, int64_t C, vx_l2_cand g, grid_ctx *x)
+/* What depends on the tile's height: the rate A is copied at. */
+static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, grid_ctx *x)
 {
-    if (g.tm > R || g.tn > C)
-        return 0;
-    x->m_c = cdiv_fp(R, g.tm) * m0;
-    x->n_c = cdiv_fp(C, g.tn) * n0;
-    if (x->m_c > p->m)
-        x->m_c = p->m;
-    if (x->n_c > p->n)
-        x->n_c = p->n;
-    x->cols = cdiv_fp(x->n_c, n0);
-    x->full = x->m_c / m0;
-    x->rem = x->m_c - x->full * m0;
-    return 1;
+    x->copy_a = copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
 }
 
+/* An L0 tile's row and column tiles of the problem and the height of its
+ * last row tile. */
+typedef struct {
+    int64_t R, C, r_last;
+    int m0, n0;
+    double row_k;       /* the tile's least time per row of a column tile, all of k (group_floor) */
+} tile_pre;
+
+static void tile_of(const vx_problem *p, int m0, int n0, tile_pre *T)
+{
+    T->m0 = m0;
+    T->n0 = n0;
+    T->R = cdiv(p->m, m0);
+    T->C = cdiv(p->n, n0);
+    T->r_last = p->m - (T->R - 1) * m0;
+    T->row_k = 0;
+}
+
+/* Row and column tiles per cell of grid g: cdiv(R, tm) x cdiv(C, tn). */
+static inline int64_t cell_rows(const tile_pre *T, vx_l2_cand g) { return g.tm == 1 ? T->R : cdiv(T->R, g.tm); }
+static inline int64_t cell_cols(const tile_pre *T, vx_l2_cand g) { return g.tn == 1 ? T->C : cdiv(T->C, g.tn); }
+
+/* The largest cell of grid g over tile T (g no larger than T's tiles): its
+ * rows and columns, column tiles, and full and short row tiles, without a
+ * division (a cell that reaches the last row tile ends with the problem's
+ * last rows). grid_common must have filled x for g's unit count. */
+static void cell_of(const tile_pre *T, vx_l2_cand g, const vx_problem *p, grid_ctx *x)
+{
+    const int64_t rcell = cell_rows(T, g), ccell = cell_cols(T, g);
+    const int last_full = T->r_last == T->m0;
+    x->m_c = rcell < T->R ? rcell * T->m0 : p->m;
+    x->n_c = ccell < T->C ? ccell * T->n0 : p->n;
+    x->cols = ccell;
+    x->full = rcell < T->R ? rcell : T->R - 1 + last_full;
+    x->rem = rcell < T->R || last_full ? 0 : T->r_last;
+}
+
+/* The cell of grid g over m0 x n0 tiles; 0 when the grid has more cells
+ * than tiles. */
 static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int n0, vx_l2_cand g, grid_ctx *x)
 {
+    tile_pre T;
+    tile_of(p, m0, n0, &T);
+    if (g.tm > T.R || g.tn > T.C)
+        return 0;
     grid_common(d, p, g.tm * g.tn, x);
-    return cell_setup(p, m0, n0, cdiv(p->m, m0), cdiv(p->n, n0), g, x);
+    cell_rates(d, p, m0, x);
+    cell_of(&T, g, p, x);
+    return 1;
 }
 
 /* L0 time of `cols` column tiles, each `full` calls of m0 rows and, when
@@ -237,19 +290,17 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const double compute = cell_l0_time(F, b->mode, m0, x, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
     const double copy_b = d->mode_ns[b->mode] +
-                          (double)n_c * b_copied_k(p, b->mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
+                          (double)n_c * b_copied_k(p, b->mode) * x->copy_b;
 
     if (b->mode == VX_LOAD_COPY_AB) {
         const int64_t mc = b->mc < m_c ? b->mc : cdiv(m_c, m0) * m0;
         const int64_t nc = b->nc < n_c ? b->nc : cdiv(n_c, n0) * n0;
         const int64_t MB = cdiv(m_c, mc), NB = cdiv(n_c, nc);
-        const double copy_a = (double)NB * (double)m_c * (double)k *
-                              copy_a_elem_ns(d, p, m0, x->bw_a_home, x->a_far);
+        const double copy_a = (double)NB * (double)m_c * (double)k * x->copy_a;
         /* A block read once per column tile from its buffer; the B block once
          * per row block from wherever it fits. */
-        const double bw_abuf = d->mem[d->buffer_level_a].bw;
-        const double bw_bbuf = bw_for(d, e * (double)kb * (double)nc, x->t);
-        const double streams = a_cell * (double)cols / bw_abuf + b_cell * (double)MB / bw_bbuf;
+        const double bbuf = x->nspb[level_for(d, e * (double)kb * (double)nc)];
+        const double streams = a_cell * (double)cols * x->abuf + b_cell * (double)MB * bbuf;
         return copy_a + copy_b + dmax(compute, streams);
     }
     /* In place: each column tile walks all m_c rows of A's k block, from the
@@ -264,14 +315,15 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
          * from its home and then again from the second level by every tap
          * run and column tile. Such reads stream (the prefetchers follow
          * them) and overlap the kernels, like a copied operand's. */
-        const double a_first = e * (double)m_c * (double)p->a_seg / x->bw_a_home;
-        const double a_again = a_cell * (double)cols / d->mem[1].bw;
+        const double a_first = e * (double)m_c * (double)p->a_seg * x->a_home;
+        const double a_again = a_cell * (double)cols * x->nspb[1];
         return copy_b + dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_first + a_again);
     }
-    double bw_a = bw_for(d, e * (double)m_c * (double)kb, x->t);
-    if (bw_a < d->mem[1].bw)
-        bw_a = dmin(bw_a, d->bw_strided);
-    const double a_stream = a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_a;
+    const int a_level = level_for(d, e * (double)m_c * (double)kb);
+    double a_again = x->nspb[a_level]; /* ns per byte */
+    if (a_again > x->nspb[1]) /* slower than the second level */
+        a_again = dmax(a_again, x->strided);
+    const double a_stream = a_cell * x->a_home + a_cell * (double)(cols - 1) * a_again;
     /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
      * block of them spanning more than the first level), every row is a new
      * page for the prefetchers and the pieces alias in the caches' sets;
@@ -281,7 +333,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
                           e * (double)kb * (double)p->n > (double)d->mem[0].bytes;
     if (b->mode == VX_LOAD_COPY_B) {
         /* one n0-wide panel at a time: short pieces of far-apart rows */
-        const int from_last = x->bw_b_home <= d->mem[d->nmem - 1].bw;
+        const int from_last = x->b_home_last;
         const double narrow = b_strided ? (double)n_c * (double)k * d->copy_b_narrow_ns[from_last] : 0;
         return dmax(copy_b, d->mode_ns[b->mode] + narrow) + compute + a_stream;
     }
@@ -290,12 +342,12 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
      * from the level that holds the panel; far-apart rows run at the
      * measured strided rates (first pass, re-read). */
     const int64_t rows = cdiv(m_c, m0);
-    double bw_panel = bw_for(d, e * (double)kb * n0, x->t), bw_first = x->bw_b_home;
+    double panel = x->nspb[level_for(d, e * (double)kb * n0)], first = x->b_home; /* ns per byte */
     if (b_strided) {
-        bw_panel = dmin(bw_panel, d->bw_strided);
-        bw_first = dmin(bw_first, d->bw_stride_stream);
+        panel = dmax(panel, x->strided);
+        first = dmax(first, x->stride_stream);
     }
-    const double b_stream = b_cell / bw_first + b_cell * (double)(rows - 1) / bw_panel;
+    const double b_stream = b_cell * first + b_cell * (double)(rows - 1) * panel;
     return d->mode_ns[VX_LOAD_NONE] + compute + a_stream + b_stream;
 }
 
@@ -331,14 +383,13 @@ static void insert(vx_choice *out, int *n, int max, vx_choice v)
     out[i] = v;
 }
 
-/* A (grid, L0 tile) pair and the least any plan under it can cost
- * (group_floor). The load modes' own bounds (mode_bound) are worked out
- * only for the groups the search reaches. */
+/* ... and for each grid that fits the units: its shared context and the
+ * per-row read costs every load mode pays (group_floor). */
 typedef struct {
-    double lb;
-    int g, l0;
     grid_ctx x;
-} group;
+    int g;
+    double a_row_read, b_row_read; /* ns per row of A (all of k) / of B's columns from home */
+} grid_pre;
 
 /* The least any plan of a group can cost, whatever its load mode and
  * blocks: its L0 calls at the tile's least rates (candidates.c), with one
@@ -346,53 +397,77 @@ typedef struct {
  * (price_cell: copies from home, or in-place first passes that do not
  * overlap the kernels; a convolution's in-place patches do overlap, so
  * there only B's copy counts). */
-static double group_floor(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l0,
-                          const grid_ctx *x)
+static inline double group_floor(const tile_pre *T, const grid_pre *P, int64_t rcell, int64_t ccell,
+                                 const vx_problem *p)
 {
-    const vx_l0_floor f = c->l0_floor[l0];
-    /* A convolution's in-place patches skip the taps in the padding: only
-     * a_kfrac of k runs there (conv_rows_time rounds that, hence the - 1). */
-    double k = (double)p->k;
-    if (p->a_kfrac > 0 && p->a_kfrac < 1)
-        k = dmax(1.0, k * p->a_kfrac - 1.0);
-    /* at least m_c / m0 calls per column tile (a convolution's rows of
-     * pixels may cut the cell into more) */
-    const double tiles = (double)x->cols * (double)x->m_c / (double)c->l0[l0].m;
-    const double compute = (double)x->cols * (double)x->m_c * k * f.p_per_row + tiles * f.o;
-    const double e = d->elem_bytes;
-    const int conv_in_place = p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B);
-    const double b_read = e * (double)x->n_c * (conv_in_place ? b_copied_k(p, VX_LOAD_COPY_B) : (double)p->k) /
-                          x->bw_b_home;
-    const double a_read = conv_in_place ? 0.0 : e * (double)x->m_c * (double)p->k / x->bw_a_home;
-    return x->fixed + compute + a_read + b_read;
+    const double m_c = rcell < T->R ? (double)(rcell * T->m0) : (double)p->m;
+    const double n_c = ccell < T->C ? (double)(ccell * T->n0) : (double)p->n;
+    return P->x.fixed + (double)ccell * m_c * T->row_k + m_c * P->a_row_read + n_c * P->b_row_read;
 }
+
+/* A mode's bound (mode_bound) in parts, so that each L1 candidate's own
+ * bound adds what its blocks cost beyond the least: more k blocks (every
+ * L0 call pays o again) and, copying A, a copy per column block. */
+typedef struct {
+    double lb;          /* the mode's bound */
+    double rest;        /* copy A+B: lb without the copy of A and max(compute, streams);
+                           otherwise lb without compute */
+    double compute1;    /* compute with the least k blocks, kb_least */
+    double per_kb;      /* compute per further k block */
+    double copy_a1;     /* copy A+B: one copy of A */
+    double streams;     /* copy A+B: the streams' bound */
+    int64_t kb_least;
+    int refine;         /* 0: the candidates take the mode's bound (a convolution's in-place patches) */
+} mode_lb;
 
 /* The least a plan in this group and load mode can cost, whatever its
  * blocks: price_cell's terms with one k block (compute's least), each block
  * count at 1 and every re-read from the fastest level. */
-static double mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0, int mode,
-                         const grid_ctx *x)
+static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0, int mode,
+                          const grid_ctx *x)
 {
     const double e = d->elem_bytes;
-    const double bw_top = x->bw_top;
     const int64_t cols = x->cols;
     const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
-    const double compute =
-        cell_l0_time(F, mode, m0, x, p->k, mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1);
+    mode_lb r = { 0 };
+    r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
+    r.compute1 = cell_l0_time(F, mode, m0, x, p->k, r.kb_least);
+    r.per_kb = cell_l0_time(F, mode, m0, x, 0, 1); /* the o of every call once */
+    r.refine = 1;
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
-        lb += (double)x->n_c * b_copied_k(p, mode) * dmax(copy_b_ns(d, p), e / x->bw_b_home);
+        lb += (double)x->n_c * b_copied_k(p, mode) * x->copy_b;
     if (mode == VX_LOAD_COPY_AB) {
-        lb += (double)x->m_c * (double)p->k * copy_a_elem_ns(d, p, m0, x->bw_a_home, x->a_far);
-        const double streams = a_cell * (double)cols / d->mem[d->buffer_level_a].bw + b_cell / bw_top;
-        return lb + dmax(compute, streams);
+        r.rest = lb;
+        r.copy_a1 = (double)x->m_c * (double)p->k * x->copy_a;
+        r.streams = a_cell * (double)cols * x->abuf + b_cell * x->top;
+        r.lb = lb + r.copy_a1 + dmax(r.compute1, r.streams);
+        return r;
     }
-    if (p->a_seg > 0 && mode == VX_LOAD_COPY_B) /* price_cell's convolution branch: streams overlap */
-        return lb + dmin(compute, conv_rows_time(F, mode, m0, x->m_c, cols, p->k, cdiv(p->k, p->a_seg), p));
-    lb += compute + a_cell / x->bw_a_home + a_cell * (double)(cols - 1) / bw_top;
+    if (p->a_seg > 0 && mode == VX_LOAD_COPY_B) { /* price_cell's convolution branch: streams overlap */
+        r.refine = 0;
+        r.lb = lb + dmin(r.compute1, conv_rows_time(F, mode, m0, x->m_c, cols, p->k, r.kb_least, p));
+        return r;
+    }
+    lb += a_cell * x->a_home + a_cell * (double)(cols - 1) * x->top;
     if (mode == VX_LOAD_NONE)
-        lb += b_cell / x->bw_b_home + b_cell * (double)(x->full + (x->rem > 0) - 1) / bw_top;
-    return lb;
+        lb += b_cell * x->b_home + b_cell * (double)(x->full + (x->rem > 0) - 1) * x->top;
+    r.rest = lb;
+    r.lb = lb + r.compute1;
+    return r;
+}
+
+/* An L1 candidate's bound: its mode's with the candidate's own k blocks
+ * (kblocks) and, copying A, its column blocks (nblocks). compute is linear
+ * in the k blocks, so this never exceeds price_cell's answer. */
+static inline double cand_bound(const mode_lb *r, int mode, int64_t kblocks, int64_t nblocks)
+{
+    const double compute = r->compute1 + (double)(kblocks - r->kb_least) * r->per_kb;
+    if (!r->refine)
+        return r->lb;
+    if (mode == VX_LOAD_COPY_AB)
+        return r->rest + (double)nblocks * r->copy_a1 + dmax(compute, r->streams);
+    return r->rest + compute;
 }
 
 /* What the price of an L1 candidate depends on besides its tile and grid. */
@@ -421,85 +496,110 @@ static int same_key(priced_key a, priced_key b)
 int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
                    vx_choice *out, int max, int *considered_out)
 {
-    enum { STACK_GROUPS = 64, STACK_TILES = 64 };
-    group stack_groups[STACK_GROUPS];
-    int64_t stack_rc[2 * STACK_TILES];
-    int considered = 0, nout = 0, ng = 0;
+    enum { STACK_GROUPS = 64, STACK_TILES = 32, STACK_GRIDS = 16 };
+    double stack_lb[STACK_GROUPS];
+    int stack_id[STACK_GROUPS];
+    tile_pre stack_tiles[STACK_TILES];
+    grid_pre stack_grids[STACK_GRIDS];
+    int considered = 0, nout = 0, ng = 0, ngrids = 0;
     if (max < 1)
         return 0;
     /* One group per (grid, tile): a few dozen on a desktop, hundreds on a
      * many-core server, where the heap takes them. */
     const int need = c->n2 * c->n0;
-    group *gs = need <= STACK_GROUPS ? stack_groups : malloc(sizeof *gs * (size_t)need);
-    int64_t *rc = c->n0 <= STACK_TILES ? stack_rc : malloc(sizeof *rc * 2 * (size_t)c->n0);
-    if (!gs || !rc) {
-        if (gs != stack_groups)
-            free(gs);
-        if (rc != stack_rc)
-            free(rc);
-        return 0;
-    }
-    /* Row and column tiles of the problem per L0 tile, and the k block of
-     * each kc (candidates refer to theirs by index). */
+    double *lbs = need <= STACK_GROUPS ? stack_lb : malloc(sizeof *lbs * (size_t)need);
+    int *ids = need <= STACK_GROUPS ? stack_id : malloc(sizeof *ids * (size_t)need);
+    tile_pre *tiles = c->n0 <= STACK_TILES ? stack_tiles : malloc(sizeof *tiles * (size_t)c->n0);
+    grid_pre *grids = c->n2 <= STACK_GRIDS ? stack_grids : malloc(sizeof *grids * (size_t)c->n2);
+    int ok = lbs && ids && tiles && grids;
+    if (!ok)
+        goto done;
+    /* Per tile: row and column tiles of the problem and the least time per
+     * row of a column tile over all of k (a convolution's in-place patches
+     * skip the taps in the padding: only a_kfrac of k runs there, which
+     * conv_rows_time rounds, hence the - 1). */
+    double k_least = (double)p->k;
+    if (p->a_kfrac > 0 && p->a_kfrac < 1)
+        k_least = dmax(1.0, k_least * p->a_kfrac - 1.0);
     for (int i = 0; i < c->n0; i++) {
-        rc[2 * i] = cdiv(p->m, c->l0[i].m);
-        rc[2 * i + 1] = cdiv(p->n, d->fam[c->l0[i].fam].n);
+        tile_pre *T = &tiles[i];
+        tile_of(p, c->l0[i].m, d->fam[c->l0[i].fam].n, T);
+        T->row_k = k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0;
     }
-    int64_t kbs[sizeof d->kc_mult / sizeof d->kc_mult[0]];
-    for (int i = 0; i < d->nkc; i++)
-        kbs[i] = vx_cost_kc((int64_t)d->k_step * d->kc_mult[i], p->k);
+    /* Per grid that fits: what every plan pays to read A and B from home
+     * (a convolution's in-place patches overlap their reads: only B's copy
+     * of the taps in use counts). */
+    const double e = d->elem_bytes;
+    const int conv_in_place = p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B);
+    const double b_k = conv_in_place ? b_copied_k(p, VX_LOAD_COPY_B) : (double)p->k;
     for (int g = 0; g < c->n2; g++) {
         const vx_l2_cand G = c->l2[g];
         if (G.tm * G.tn > max_threads)
             continue;
-        grid_ctx common;
-        grid_common(d, p, G.tm * G.tn, &common);
+        grid_pre *P = &grids[ngrids];
+        grid_common(d, p, G.tm * G.tn, &P->x);
+        P->g = g;
+        P->a_row_read = conv_in_place ? 0.0 : e * (double)p->k * P->x.a_home;
+        P->b_row_read = e * b_k * P->x.b_home;
         for (int i = 0; i < c->n0; i++) {
-            group *v = &gs[ng];
-            v->x = common;
-            if (!cell_setup(p, c->l0[i].m, d->fam[c->l0[i].fam].n, rc[2 * i], rc[2 * i + 1], G, &v->x))
+            const tile_pre *T = &tiles[i];
+            if (G.tm > T->R || G.tn > T->C)
                 continue;
-            v->g = g;
-            v->l0 = i;
-            v->lb = group_floor(d, c, p, i, &v->x);
+            lbs[ng] = group_floor(T, P, cell_rows(T, G), cell_cols(T, G), p);
+            ids[ng] = ngrids << 16 | i; /* n0 is a few dozen at most */
+            considered += c->l1_count[i]; /* each group is either visited or beaten */
             ng++;
         }
+        ngrids++;
     }
+    int64_t kbs[sizeof d->kc_mult / sizeof d->kc_mult[0]];
+    for (int i = 0; i < d->nkc; i++)
+        kbs[i] = vx_cost_kc((int64_t)d->k_step * d->kc_mult[i], p->k);
     /* Groups in order of their floor (the cheapest unvisited one next):
      * once the cheapest plans found beat a group's floor they beat every
      * later group's too, and the search stops; within a group, a load mode
-     * whose bound they beat is skipped (branch and bound; the answer is the
-     * exhaustive one). */
-    for (int visited = 0; visited < ng; visited++) {
-        int q = 0;
+     * or an L1 candidate whose bound they beat is skipped (branch and
+     * bound; the answer is the exhaustive one). Each scan also drops the
+     * groups the plans found so far beat. */
+    while (ng > 0) {
+        const double beat = nout == max ? out[max - 1].ns : INFINITY;
+        int q = 0, kept = 0;
         double lb = INFINITY;
-        for (int r = 0; r < ng; r++) { /* branch-free scan: ties keep the tables' order */
-            const int less = gs[r].lb < lb;
-            lb = less ? gs[r].lb : lb;
-            q = less ? r : q;
+        for (int r = 0; r < ng; r++) { /* branch-free: ties keep the tables' order */
+            const double v = lbs[r];
+            const int id = ids[r];
+            lbs[kept] = v;
+            ids[kept] = id;
+            const int less = v < lb;
+            lb = less ? v : lb;
+            q = less ? kept : q;
+            kept += v < beat;
         }
-        if (nout == max && lb >= out[max - 1].ns) {
-            for (int r = 0; r < ng; r++)
-                considered += gs[r].lb < INFINITY ? c->l1_count[gs[r].l0] : 0;
+        ng = kept;
+        if (ng == 0)
             break;
-        }
-        group *G = &gs[q];
-        G->lb = INFINITY; /* visited */
-        const int i = G->l0;
-        considered += c->l1_count[i];
+        const int id = ids[q];
+        lbs[q] = INFINITY; /* visited: the next scan drops it (keeping the order of ties) */
+        const int i = id & 0xFFFF;
+        const grid_pre *P = &grids[id >> 16];
+        const tile_pre *T = &tiles[i];
+        const vx_l2_cand G = c->l2[P->g];
+        grid_ctx cell = P->x;
+        cell_of(T, G, p, &cell);
+        cell_rates(d, p, T->m0, &cell);
+        const grid_ctx *x = &cell;
         const vx_l0_cand *t = &c->l0[i];
         const vx_l0_family *F = &d->fam[t->fam];
-        const grid_ctx *x = &G->x;
         const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
         /* The load modes in order of their bounds, the likeliest first. */
-        double bound[VX_LOAD_MODES];
+        mode_lb bound[VX_LOAD_MODES];
         int modes[VX_LOAD_MODES], nmodes = 0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
             if (run[mode + 1] == run[mode] || !mode_ok(p, mode))
                 continue;
             bound[mode] = mode_bound(d, p, F, t->m, mode, x);
             int j = nmodes++;
-            while (j > 0 && bound[modes[j - 1]] > bound[mode]) {
+            while (j > 0 && bound[modes[j - 1]].lb > bound[mode].lb) {
                 modes[j] = modes[j - 1];
                 j--;
             }
@@ -507,14 +607,16 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         }
         for (int mi = 0; mi < nmodes; mi++) {
             const int mode = modes[mi];
-            if (nout == max && bound[mode] >= out[max - 1].ns)
+            const mode_lb *B = &bound[mode];
+            if (nout == max && B->lb >= out[max - 1].ns)
                 break; /* and so are the modes after it */
             /* Candidates that run alike for this shape price alike: kc
              * values that give k the same blocks, copied blocks clipped to
              * the cell. kb never falls as kc grows and a mode's candidates
              * run kc ascending, so each is compared with those since kb last
              * changed (were they out of order, some would only be priced
-             * twice); the first of each is priced. */
+             * twice); the first of each is priced, unless its own bound
+             * (cand_bound) is beaten already. */
             priced_key same_kb[MAX_SAME_KB];
             int nsame = 0;
             for (int j = run[mode]; j < run[mode + 1]; j++) {
@@ -529,18 +631,29 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
                     continue;
                 if (nsame < MAX_SAME_KB)
                     same_kb[nsame++] = key;
+                if (nout == max) {
+                    const int64_t kblocks = mode != VX_LOAD_COPY_AB && p->a_seg > 0
+                                                ? B->kb_least * cdiv(p->a_seg, key.kb)
+                                                : cdiv(p->k, key.kb);
+                    const int64_t nblocks = mode == VX_LOAD_COPY_AB ? cdiv(x->n_c, key.nc) : 1;
+                    if (cand_bound(B, mode, kblocks, nblocks) >= out[max - 1].ns)
+                        continue;
+                }
                 const double ns = x->fixed + price_cell(d, p, F, t->m, b, key.kb, x);
-                insert(out, &nout, max, (vx_choice){ j, G->g, ns });
-                if (nout == max && bound[mode] >= out[max - 1].ns)
-                    break;
+                insert(out, &nout, max, (vx_choice){ j, P->g, ns });
             }
         }
     }
-    if (gs != stack_groups)
-        free(gs);
-    if (rc != stack_rc)
-        free(rc);
+done:
+    if (lbs != stack_lb)
+        free(lbs);
+    if (ids != stack_id)
+        free(ids);
+    if (tiles != stack_tiles)
+        free(tiles);
+    if (grids != stack_grids)
+        free(grids);
     if (considered_out)
         *considered_out = considered;
-    return nout;
+    return ok ? nout : 0;
 }
