@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/candidates.h"
 #include "analyzer/conv_plan.h"
 #include "analyzer/cost.h"
 #include "analyzer/plancache.h"
@@ -360,6 +361,92 @@ VT_ISA_TEST(cost, far_a_copy_pays_read_and_copy, TMO)
     const double near_lo = copy_ab_price(&lo, c, 8, l1, l2), near_hi = copy_ab_price(&hi, c, 8, l1, l2);
     cr_assert(near_lo > 0 && near_hi == near_lo, "A of 8 x 16 in L1: copy rate x2 moved the price %g -> %g ns",
               near_lo, near_hi);
+}
+
+/* Candidates for a copy of this machine's description with two units (so
+ * the 1x2 grid exists whatever the cores), and the first candidate of a
+ * load mode and the grid tm x tn in them. */
+static void two_unit_model(vx_device_desc *d, vx_candidates *c)
+{
+    d->units = 2;
+    cr_assert_eq(vx_candidates_build(d, c), 0, "candidates for two units");
+}
+
+static int first_of_mode(const vx_candidates *c, int mode)
+{
+    for (int j = 0; j < c->n1; j++)
+        if (c->l1[j].mode == mode)
+            return j;
+    cr_assert_fail("no candidate of load mode %d", mode);
+    return -1;
+}
+
+static int grid_of(const vx_candidates *c, int tm, int tn)
+{
+    for (int g = 0; g < c->n2; g++)
+        if (c->l2[g].tm == tm && c->l2[g].tn == tn)
+            return g;
+    cr_assert_fail("no %dx%d grid", tm, tn);
+    return -1;
+}
+
+/* A unit reads its share of B (its grid column's columns), which lives
+ * where that share fits (3x768x768 on 2 Zen 1 cores: B of 2.4 MiB in L3, not
+ * DRAM, once each unit reads half; NOTES.md). B one and a half times the
+ * capacity of the level before the last: read in place by two units side
+ * by side (1x2) it streams from that level, whose bandwidth then moves the
+ * price; by one unit (1x1) it comes from the last level, and does not. */
+VT_ISA_TEST(cost, operand_lives_where_each_units_share_fits, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M);
+    vx_device_desc d = M->desc;
+    vx_candidates c;
+    two_unit_model(&d, &c);
+    const int l1 = first_of_mode(&c, VX_LOAD_NONE), g12 = grid_of(&c, 1, 2), g11 = grid_of(&c, 1, 1);
+    const int lv = d.nmem - 2; /* the level before the last */
+    cr_assert(lv >= 1, "%d memory levels", d.nmem);
+    const int64_t n = 256, k = 3 * d.mem[lv].bytes / (2 * d.elem_bytes * n);
+    cr_assert(d.elem_bytes * k <= d.mem[0].bytes, "A of 1 x %lld must stay in the first level", (long long)k);
+    const vx_problem p = {.m = 1, .n = n, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_device_desc fast = d;
+    fast.mem[lv].bw = 2 * d.mem[lv].bw;
+    const double split = vx_cost_price(&d, &c, &p, l1, g12), split_fast = vx_cost_price(&fast, &c, &p, l1, g12);
+    const double one = vx_cost_price(&d, &c, &p, l1, g11), one_fast = vx_cost_price(&fast, &c, &p, l1, g11);
+    vx_candidates_free(&c);
+    cr_assert(split > 0 && split_fast < split, "1x%lldx%lld on 1x2: B's halves in %s, yet its bandwidth x2 moved "
+              "the price %g -> %g ns", (long long)n, (long long)k, d.mem[lv].name, split, split_fast);
+    cr_assert(one > 0 && one_fast == one, "1x%lldx%lld on 1x1: B beyond %s, yet its bandwidth x2 moved the price "
+              "%g -> %g ns", (long long)n, (long long)k, d.mem[lv].name, one, one_fast);
+}
+
+/* B copied one n0-wide panel at a time from the last level pays the
+ * measured narrow-panel rate whatever its rows' stride (1-16 KiB rows copy
+ * alike from DRAM, 2x the plain read; NOTES.md), also for rows less than a
+ * page apart; from a level that holds B such rows copy at the plain rate. */
+VT_ISA_TEST(cost, narrow_copies_from_the_last_level_pay_the_narrow_rate, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M);
+    vx_device_desc d = M->desc;
+    vx_candidates c;
+    two_unit_model(&d, &c);
+    const int l1 = first_of_mode(&c, VX_LOAD_COPY_B), g11 = grid_of(&c, 1, 1);
+    const int64_t n = 768; /* rows 3 KiB apart: less than a page */
+    cr_assert(d.elem_bytes * n < d.page_bytes, "rows of %lld must be less than a page apart", (long long)n);
+    const int64_t k_far = 4 * d.mem[d.nmem - 2].bytes / (d.elem_bytes * n) + 1, k_near = 16;
+    const vx_problem far = {.m = 3, .n = n, .k = k_far, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const vx_problem near = {.m = 3, .n = n, .k = k_near, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_device_desc slow = d;
+    slow.copy_b_narrow_ns[1] = 10.0 * (d.copy_b_narrow_ns[1] + d.copy_ns[1][0] + 1.0);
+    slow.copy_b_narrow_ns[0] = 10.0 * (d.copy_b_narrow_ns[0] + d.copy_ns[1][0] + 1.0);
+    const double f = vx_cost_price(&d, &c, &far, l1, g11), f_slow = vx_cost_price(&slow, &c, &far, l1, g11);
+    const double e = vx_cost_price(&d, &c, &near, l1, g11), e_slow = vx_cost_price(&slow, &c, &near, l1, g11);
+    vx_candidates_free(&c);
+    cr_assert(f > 0 && f_slow > f, "3x%lldx%lld (B in the last level): narrow rate x10 left the price at %g -> %g ns",
+              (long long)n, (long long)k_far, f, f_slow);
+    cr_assert(e > 0 && e_slow == e, "3x%lldx%lld (B in cache): narrow rate x10 moved the price %g -> %g ns",
+              (long long)n, (long long)k_near, e, e_slow);
 }
 
 /* ---- the wave model (GPU selection, device-neutral) ---- */

@@ -129,12 +129,14 @@ typedef struct {
     double copy_a;      /* ns per element of A copied (cell_rates: per tile height) */
 } grid_ctx;
 
-
-/* What depends on the grid's unit count only: the fixed cost and the
- * levels the operands live in. */
-static void grid_common(const vx_device_desc *d, const vx_problem *p, int t, grid_ctx *x)
+/* What depends on the grid only: the fixed cost and the levels the
+ * operands live in. A unit reads its share of each operand (the rows of A
+ * of its grid row, the columns of B of its grid column), which lives where
+ * that share fits the unit's share of the caches. */
+static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand g, grid_ctx *x)
 {
     const double e = d->elem_bytes;
+    const int t = g.tm * g.tn;
     x->t = t;
     x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
     double bw_top = d->bw_shared;
@@ -146,8 +148,8 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, int t, gri
     x->abuf = 1.0 / d->mem[d->buffer_level_a].bw;
     x->strided = 1.0 / d->bw_strided;
     x->stride_stream = 1.0 / d->bw_stride_stream;
-    const int a_level = level_for(d, e * (double)p->m * (double)p->k);
-    const int b_level = level_for(d, e * (double)p->k * (double)p->n);
+    const int a_level = level_for(d, e * (double)p->m * (double)p->k / g.tm);
+    const int b_level = level_for(d, e * (double)p->k * (double)p->n / g.tn);
     x->a_home = x->nspb[a_level];
     x->b_home = x->nspb[b_level];
     x->b_home_last = bw_at(d, b_level, t) <= d->mem[d->nmem - 1].bw;
@@ -208,7 +210,7 @@ static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int 
     tile_of(p, m0, n0, &T);
     if (g.tm > T.R || g.tn > T.C)
         return 0;
-    grid_common(d, p, g.tm * g.tn, x);
+    grid_common(d, p, g, x);
     cell_rates(d, p, m0, x);
     cell_of(&T, g, p, x);
     return 1;
@@ -332,9 +334,16 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const int b_strided = e * (double)p->n >= (double)d->page_bytes &&
                           e * (double)kb * (double)p->n > (double)d->mem[0].bytes;
     if (b->mode == VX_LOAD_COPY_B) {
-        /* one n0-wide panel at a time: short pieces of far-apart rows */
+        /* One n0-wide panel at a time: short pieces of rows a leading
+         * dimension apart. From DRAM such pieces copy at the measured
+         * narrow rate whatever the stride (1-16 KiB rows: 0.6-0.9 ns per
+         * element on one Zen 1 core against 0.35 for the read alone), and
+         * the copy stalls the kernels that wait for it (3x768x3072 on 2
+         * cores: copied 2.0 ms, in place 0.83; NOTES.md); from a cache,
+         * only rows a page or more apart do. */
         const int from_last = x->b_home_last;
-        const double narrow = b_strided ? (double)n_c * (double)k * d->copy_b_narrow_ns[from_last] : 0;
+        const double narrow =
+            b_strided || from_last ? (double)n_c * (double)k * d->copy_b_narrow_ns[from_last] : 0;
         return dmax(copy_b, d->mode_ns[b->mode] + narrow) + compute + a_stream;
     }
     /* B in place: the first row tile brings each kb x n0 panel in from B's
@@ -537,7 +546,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         if (G.tm * G.tn > max_threads)
             continue;
         grid_pre *P = &grids[ngrids];
-        grid_common(d, p, G.tm * G.tn, &P->x);
+        grid_common(d, p, G, &P->x);
         P->g = g;
         P->a_row_read = conv_in_place ? 0.0 : e * (double)p->k * P->x.a_home;
         P->b_row_read = e * b_k * P->x.b_home;
