@@ -366,8 +366,11 @@ VT_ISA_TEST(cost, far_a_copy_pays_read_and_copy, TMO)
 /* Candidates for a copy of this machine's description with two units (so
  * the 1x2 grid exists whatever the cores), and the first candidate of a
  * load mode and the grid tm x tn in them. */
-static void two_unit_model(vx_device_desc *d, vx_candidates *c)
+static void two_unit_model(vx_isa isa, vx_device_desc *d, vx_candidates *c)
 {
+    const vx_cpu_model *M = vx_cpu_model_get(isa);
+    cr_assert_not_null(M);
+    *d = M->desc;
     d->units = 2;
     cr_assert_eq(vx_candidates_build(d, c), 0, "candidates for two units");
 }
@@ -398,11 +401,9 @@ static int grid_of(const vx_candidates *c, int tm, int tn)
  * price; by one unit (1x1) it comes from the last level, and does not. */
 VT_ISA_TEST(cost, operand_lives_where_each_units_share_fits, TMO)
 {
-    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
-    cr_assert_not_null(M);
-    vx_device_desc d = M->desc;
+    vx_device_desc d;
     vx_candidates c;
-    two_unit_model(&d, &c);
+    two_unit_model(vt_isa, &d, &c);
     const int l1 = first_of_mode(&c, VX_LOAD_NONE), g12 = grid_of(&c, 1, 2), g11 = grid_of(&c, 1, 1);
     const int lv = d.nmem - 2; /* the level before the last */
     cr_assert(lv >= 1, "%d memory levels", d.nmem);
@@ -426,11 +427,9 @@ VT_ISA_TEST(cost, operand_lives_where_each_units_share_fits, TMO)
  * page apart; from a level that holds B such rows copy at the plain rate. */
 VT_ISA_TEST(cost, narrow_copies_from_the_last_level_pay_the_narrow_rate, TMO)
 {
-    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
-    cr_assert_not_null(M);
-    vx_device_desc d = M->desc;
+    vx_device_desc d;
     vx_candidates c;
-    two_unit_model(&d, &c);
+    two_unit_model(vt_isa, &d, &c);
     const int l1 = first_of_mode(&c, VX_LOAD_COPY_B), g11 = grid_of(&c, 1, 1);
     const int64_t n = 768; /* rows 3 KiB apart: less than a page */
     cr_assert(d.elem_bytes * n < d.page_bytes, "rows of %lld must be less than a page apart", (long long)n);
