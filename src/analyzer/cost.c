@@ -115,7 +115,6 @@ typedef struct {
     int64_t m_c, n_c;   /* the largest cell */
     int64_t cols;       /* its column tiles */
     int64_t full, rem;  /* its full row tiles and the rows of the short last one */
-    int t;              /* units running cells */
     double fixed;       /* call + parallel region */
     /* Bandwidths as ns per byte (the prices multiply instead of dividing) */
     double nspb[4];     /* each memory level's, for a unit among t */
@@ -137,7 +136,6 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
 {
     const double e = d->elem_bytes;
     const int t = g.tm * g.tn;
-    x->t = t;
     x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
     double bw_top = d->bw_shared;
     for (int i = 0; i < d->nmem; i++) {
@@ -276,6 +274,14 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
     return row * (double)m_c / (double)p->a_row;
 }
 
+/* L0 calls per row tile and column tile over all of k with k block kb:
+ * an in-place A cut into segments (a convolution's taps) needs one per k
+ * block of every segment. */
+static inline int64_t k_blocks(const vx_problem *p, int mode, int64_t kb)
+{
+    return mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) * cdiv(p->a_seg, kb) : cdiv(p->k, kb);
+}
+
 /* The cell's time for L1 candidate b, whose k block for this k is kb
  * (vx_cost_kc). */
 static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
@@ -284,10 +290,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const double e = d->elem_bytes;
     const int n0 = F->n;
     const int64_t m_c = x->m_c, n_c = x->n_c, k = p->k;
-    /* An in-place A cut into segments (a convolution's taps) needs one L0
-     * call per k block of every segment. */
-    const int64_t KB = b->mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(k, p->a_seg) * cdiv(p->a_seg, kb)
-                                                                : cdiv(k, kb);
+    const int64_t KB = k_blocks(p, b->mode, kb);
     const int64_t cols = x->cols;
     const double compute = cell_l0_time(F, b->mode, m0, x, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
@@ -392,7 +395,7 @@ static void insert(vx_choice *out, int *n, int max, vx_choice v)
     out[i] = v;
 }
 
-/* ... and for each grid that fits the units: its shared context and the
+/* A grid that fits the units, for the search: its shared context and the
  * per-row read costs every load mode pays (group_floor). */
 typedef struct {
     grid_ctx x;
@@ -641,9 +644,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
                 if (nsame < MAX_SAME_KB)
                     same_kb[nsame++] = key;
                 if (nout == max) {
-                    const int64_t kblocks = mode != VX_LOAD_COPY_AB && p->a_seg > 0
-                                                ? B->kb_least * cdiv(p->a_seg, key.kb)
-                                                : cdiv(p->k, key.kb);
+                    const int64_t kblocks = k_blocks(p, mode, key.kb);
                     const int64_t nblocks = mode == VX_LOAD_COPY_AB ? cdiv(x->n_c, key.nc) : 1;
                     if (cand_bound(B, mode, kblocks, nblocks) >= out[max - 1].ns)
                         continue;
