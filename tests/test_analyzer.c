@@ -448,6 +448,119 @@ VT_ISA_TEST(cost, narrow_copies_from_the_last_level_pay_the_narrow_rate, TMO)
               (long long)n, (long long)k_near, e, e_slow);
 }
 
+/* The first candidate reading both operands in place whose k block is kc
+ * (then every k that is a multiple of kc runs whole blocks of it) and
+ * whose tile is at least min_bytes wide. */
+static int in_place_with_kc(const vx_device_desc *d, const vx_candidates *c, int kc, int min_bytes)
+{
+    for (int j = 0; j < c->n1; j++)
+        if (c->l1[j].mode == VX_LOAD_NONE && c->l1[j].kc == kc &&
+            d->elem_bytes * d->fam[c->l0[c->l1[j].l0].fam].n >= min_bytes)
+            return j;
+    cr_assert_fail("no in-place candidate with kc = %d, %d bytes wide", kc, min_bytes);
+    return -1;
+}
+
+/* The caches' set geometry, as a 32 KiB 8-way L1 and a 512 KiB 8-way L2
+ * with 64-byte lines (Zen 1), or none known. */
+static void set_geometry(vx_device_desc *d, int known)
+{
+    for (int i = 0; i < d->nmem; i++)
+        d->mem[i].ways = d->mem[i].line = 0, d->mem[i].way_bytes = 0;
+    if (!known)
+        return;
+    d->mem[0] = (vx_mem_level){ d->mem[0].name, d->mem[0].bytes, d->mem[0].bw, 8, 64, 4096 };
+    d->mem[1] = (vx_mem_level){ d->mem[1].name, d->mem[1].bytes, d->mem[1].bw, 8, 64, 65536 };
+}
+
+/* B read in place with rows a page or more apart: a panel re-read by the
+ * later row tiles comes from the first level whose sets keep its rows.
+ * 256 rows 9 KiB apart (2304 floats) start in 64 of L2's 1024 sets, and 4
+ * ways of each keep them: cheaper than the strided rate the model assumes
+ * without the geometry (16x2304x768 on 2 Zen 1 cores: in place 1.15 ms,
+ * the packed plan it lost to 1.66; NOTES.md). Rows 8 KiB apart start in 8
+ * sets, which keep only 32: the geometry changes nothing there. */
+VT_ISA_TEST(cost, far_apart_rows_reread_from_the_level_whose_sets_keep_them, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    cr_assert(d.nmem >= 3, "%d memory levels", d.nmem);
+    const int l1 = in_place_with_kc(&d, &c, 256, 64), g11 = grid_of(&c, 1, 1); /* a line wide */
+    const int m0 = c.l0[c.l1[l1].l0].m;
+    vx_device_desc known = d, unknown = d;
+    set_geometry(&known, 1);
+    set_geometry(&unknown, 0);
+    const vx_problem p9 = {.m = 3 * m0, .n = 2304, .k = 768, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const vx_problem p8 = {.m = 3 * m0, .n = 2048, .k = 768, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const double k9 = vx_cost_price(&known, &c, &p9, l1, g11), u9 = vx_cost_price(&unknown, &c, &p9, l1, g11);
+    const double k8 = vx_cost_price(&known, &c, &p8, l1, g11), u8 = vx_cost_price(&unknown, &c, &p8, l1, g11);
+    vx_candidates_free(&c);
+    /* the two re-reads of B (2 x 2304 x 768 floats) at L2's rate instead of
+     * the strided one */
+    const double saved = 2.0 * d.elem_bytes * 2304 * 768 * (1.0 / d.bw_strided - 1.0 / d.mem[1].bw);
+    cr_assert(d.bw_strided < d.mem[1].bw, "strided rate %g must be below L2's %g", d.bw_strided, d.mem[1].bw);
+    cr_assert(k9 > 0 && u9 - k9 > 0.99 * saved && u9 - k9 < 1.01 * saved,
+              "%dx2304x768, rows 9 KiB apart: the sets keep the panel, so %g ns should come off %g (got %g)",
+              3 * m0, saved, u9, k9);
+    cr_assert(k8 > 0 && k8 == u8, "%dx2048x768, rows 8 KiB apart: no level keeps them, yet the geometry moved "
+              "the price %g -> %g ns", 3 * m0, u8, k8);
+}
+
+/* Panels narrower than a line share each line with the next panel; when
+ * no level keeps a k block's lines until then, every panel fetches them
+ * whole again (13x4096x4096 on 2 Zen 1 cores: the 8-wide tile read in place
+ * ran 20.8 ms, the 16-wide one 13.1; NOTES.md). The same one-row-tile plan
+ * costs more when the line is twice the panel's width than when it is as
+ * wide. */
+VT_ISA_TEST(cost, narrow_in_place_panels_fetch_whole_lines, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const int l1 = in_place_with_kc(&d, &c, 256, 0), g11 = grid_of(&c, 1, 1);
+    const int m0 = c.l0[c.l1[l1].l0].m, piece = d.elem_bytes * d.fam[c.l0[c.l1[l1].l0].fam].n;
+    vx_device_desc as_wide = d, twice = d;
+    set_geometry(&as_wide, 0);
+    set_geometry(&twice, 0);
+    as_wide.mem[0].line = piece;
+    twice.mem[0].line = 2 * piece;
+    const vx_problem p = {.m = m0, .n = 4096, .k = 768, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const double w = vx_cost_price(&as_wide, &c, &p, l1, g11), t = vx_cost_price(&twice, &c, &p, l1, g11);
+    vx_candidates_free(&c);
+    const double first = d.elem_bytes * 4096.0 * 768.0 / d.bw_stride_stream; /* B's first pass, ns */
+    cr_assert(w > 0 && t - w > 0.99 * first && t - w < 1.01 * first,
+              "%dx4096x768 in place, %d-byte panels: lines of twice their width should add the first pass again "
+              "(%g ns) to %g (got %g)", m0, piece, first, w, t);
+}
+
+/* B copied from the last level pays the read and the copy, as A does from
+ * beyond L2 (16x2304x768 on 2 Zen 1 cores: each unit's B copied in 0.6 ms,
+ * priced 0.31 as the slower of the two; NOTES.md): a copy rate below the
+ * read still moves the price. From a cache the slower of the two counts. */
+VT_ISA_TEST(cost, b_copied_from_the_last_level_pays_read_and_copy, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const int l1 = first_of_mode(&c, VX_LOAD_COPY_AB), g11 = grid_of(&c, 1, 1);
+    const int64_t n = 256, k_far = 4 * d.mem[d.nmem - 2].bytes / (d.elem_bytes * n) + 64, k_near = 16;
+    const vx_problem far = {.m = 4, .n = n, .k = k_far, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const vx_problem near = {.m = 4, .n = n, .k = k_near, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_device_desc lo = d, hi = d;
+    lo.copy_ns[1][0] = 1e-4;
+    hi.copy_ns[1][0] = 2e-4;
+    const double f_lo = vx_cost_price(&lo, &c, &far, l1, g11), f_hi = vx_cost_price(&hi, &c, &far, l1, g11);
+    const double e_lo = vx_cost_price(&lo, &c, &near, l1, g11), e_hi = vx_cost_price(&hi, &c, &near, l1, g11);
+    vx_candidates_free(&c);
+    const double delta = 1e-4 * (double)n * (double)k_far; /* B copied once */
+    cr_assert(f_lo > 0 && f_hi - f_lo > 0.99 * delta && f_hi - f_lo < 1.01 * delta,
+              "4x%lldx%lld, B in the last level: copy rate +1e-4 ns should add %g ns to %g (got %g)",
+              (long long)n, (long long)k_far, delta, f_lo, f_hi);
+    cr_assert(e_lo > 0 && e_hi == e_lo, "4x%lldx%lld, B in cache: a copy rate below the read moved the price "
+              "%g -> %g ns", (long long)n, (long long)k_near, e_lo, e_hi);
+}
+
 /* ---- the wave model (GPU selection, device-neutral) ---- */
 
 static const vx_wave_device wave_dev = {.units = 132, .launch_ns = 2500.0, .split_fixed_ns = 1000.0,

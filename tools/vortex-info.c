@@ -68,6 +68,10 @@ static void print_hw(void)
     printf("caches:     L1d %lld KiB, L2 %lld KiB (per %d core(s)), L3 %lld KiB (per %d core(s))%s\n",
            (long long)(h->l1d_bytes >> 10), (long long)(h->l2_bytes >> 10), h->l2_cores,
            (long long)(h->l3_bytes >> 10), h->l3_cores, h->from_hwloc ? "" : "  [defaults: hwloc gave none]");
+    /* the set geometry prices in-place rows a page or more apart (cost.c) */
+    if (h->l1d_ways > 0 || h->l2_ways > 0)
+        printf("sets:       L1d %d-way, L2 %d-way, %d-byte lines%s\n", h->l1d_ways, h->l2_ways, h->line_bytes,
+               h->l1d_ways > 0 && h->l2_ways > 0 && h->line_bytes > 0 ? "" : "  [partly unknown: far-apart rows priced at the strided rate]");
     printf("isa:        avx2+fma %s, avx512 %s, avx512-bf16 %s, avx512-fp16 %s, amx %s\n",
            h->has_avx2_fma ? "yes" : "no", h->has_avx512 ? "yes" : "no", h->has_avx512_bf16 ? "yes" : "no",
            h->has_avx512_fp16 ? "yes" : "no", h->has_amx ? "yes" : "no");

@@ -69,15 +69,19 @@ static void query_model(vx_hw_info *h)
     }
 }
 
-/* Size of the first cache object of this depth above a core, and how many
- * cores share it. */
-static void cache_of_level(hwloc_topology_t t, int level, int64_t *bytes, int *cores)
+/* Size of the first cache object of this depth above a core, how many
+ * cores share it, its associativity (0 when unknown or fully associative)
+ * and line size. */
+static void cache_of_level(hwloc_topology_t t, int level, int64_t *bytes, int *cores, int *ways, int *line)
 {
     hwloc_obj_type_t ty = level == 1 ? HWLOC_OBJ_L1CACHE : level == 2 ? HWLOC_OBJ_L2CACHE : HWLOC_OBJ_L3CACHE;
     hwloc_obj_t o = hwloc_get_next_obj_by_type(t, ty, NULL);
     if (!o || !o->attr)
         return;
     *bytes = (int64_t)o->attr->cache.size;
+    *ways = o->attr->cache.associativity > 0 ? o->attr->cache.associativity : 0;
+    if (o->attr->cache.linesize > 0)
+        *line = (int)o->attr->cache.linesize;
     int n = hwloc_get_nbobjs_inside_cpuset_by_type(t, o->cpuset, HWLOC_OBJ_CORE);
     *cores = n > 0 ? n : 1;
 }
@@ -112,10 +116,11 @@ static void query_topology(vx_hw_info *h)
     if (numa > 0)
         h->numa_nodes = numa;
     int64_t l1 = 0, l2 = 0, l3 = 0;
-    int c1 = 1, c2 = 1, c3 = 1;
-    cache_of_level(g_topo, 1, &l1, &c1);
-    cache_of_level(g_topo, 2, &l2, &c2);
-    cache_of_level(g_topo, 3, &l3, &c3);
+    int c1 = 1, c2 = 1, c3 = 1, line = 0;
+    cache_of_level(g_topo, 1, &l1, &c1, &h->l1d_ways, &line);
+    cache_of_level(g_topo, 2, &l2, &c2, &h->l2_ways, &line);
+    cache_of_level(g_topo, 3, &l3, &c3, &h->l3_ways, &line);
+    h->line_bytes = line;
     if (l1 > 0)
         h->l1d_bytes = l1;
     if (l2 > 0) {

@@ -49,6 +49,10 @@ typedef struct {
     const char *name;
     int64_t bytes;   /* capacity one unit can count on; INT64_MAX for the last */
     double bw;       /* bytes per ns one unit reads */
+    /* Set geometry, for rows a large stride apart (0 when unknown): addresses
+     * way_bytes apart share a set, which holds `ways` lines of `line` bytes. */
+    int ways, line;
+    int64_t way_bytes;
 } vx_mem_level;
 
 typedef struct {

@@ -18,6 +18,16 @@ enum { ACCUMULATORS_MIN = 8 };
  * extra: two 64-byte loads per cycle at ~3 GHz. */
 #define L1_BYTES_PER_NS 384.0
 
+/* Bytes of address space one way of a cache covers (sets x line): addresses
+ * this far apart share a set. 0 when the geometry is unknown or does not
+ * divide evenly (the model then assumes the worst for far-apart rows). */
+static int64_t set_span(int64_t bytes, int ways, int line)
+{
+    if (bytes <= 0 || ways <= 0 || line <= 0 || bytes % ((int64_t)ways * line) != 0)
+        return 0;
+    return bytes / ways;
+}
+
 static void describe(vx_isa isa, vx_device_desc *d)
 {
     const vx_hw_info *hw = vx_hw();
@@ -85,11 +95,13 @@ static void describe(vx_isa isa, vx_device_desc *d)
     /* Memory levels: an operand "lives" in a level when it takes at most
      * half of it (the other half holds everything else the loops touch). */
     int n = 0;
-    d->mem[n++] = (vx_mem_level){ "L1", hw->l1d_bytes / 2, L1_BYTES_PER_NS };
-    d->mem[n++] = (vx_mem_level){ "L2", hw->l2_bytes / 2, tu->bw_l2 };
+    d->mem[n++] = (vx_mem_level){ "L1", hw->l1d_bytes / 2, L1_BYTES_PER_NS, hw->l1d_ways, hw->line_bytes,
+                                  set_span(hw->l1d_bytes, hw->l1d_ways, hw->line_bytes) };
+    d->mem[n++] = (vx_mem_level){ "L2", hw->l2_bytes / 2, tu->bw_l2, hw->l2_ways, hw->line_bytes,
+                                  set_span(hw->l2_bytes, hw->l2_ways, hw->line_bytes) };
     if (l3_share > 0)
-        d->mem[n++] = (vx_mem_level){ "L3", l3_share / 2, tu->bw_l3 };
-    d->mem[n++] = (vx_mem_level){ "DRAM", INT64_MAX, tu->bw_dram };
+        d->mem[n++] = (vx_mem_level){ "L3", l3_share / 2, tu->bw_l3, 0, 0, 0 };
+    d->mem[n++] = (vx_mem_level){ "DRAM", INT64_MAX, tu->bw_dram, 0, 0, 0 };
     d->nmem = n;
     d->bw_shared = tu->bw_dram_all;
     d->bw_strided = tu->bw_strided;
