@@ -194,6 +194,7 @@ static void distinctive(vx_tune *t, double shift)
     t->pack_b_ns[1] = 0.321 + shift / 1000;
     t->bw_l3 = 67.5 + shift;
     t->bw_dram_all = 41.5 + shift;
+    t->bw_stride_tlb = 2.625 + shift;
     snprintf(t->created, sizeof t->created, "%s", shift == 0 ? CREATED : "2032-01-02T03:04:05Z");
 }
 
@@ -231,6 +232,7 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         { "bw_l3", want->bw_l3, got->bw_l3 },
         { "bw_dram", want->bw_dram, got->bw_dram },
         { "bw_dram_all", want->bw_dram_all, got->bw_dram_all },
+        { "bw_stride_tlb", want->bw_stride_tlb, got->bw_stride_tlb },
         { "wake_ns", want->wake_ns, got->wake_ns },
         { "call_ns", want->call_ns, got->call_ns },
     };
@@ -292,6 +294,31 @@ Test(tune, round_trip_keeps_every_value)
     char left[256];
     find_tmp_leftover(dir, left, sizeof left);
     cr_assert_str_empty(left, "expected no temporary file left in %s after saving, found %s", dir, left);
+}
+
+/* "stride_tlb" came after version 2 files were written: a file without it
+ * loads and keeps the default for it, every other value from the file. */
+Test(tune, a_file_without_stride_tlb_keeps_its_default)
+{
+    vx_tune saved, loaded, defaults;
+    distinctive(&saved, 0);
+    char path[600];
+    scratch_path(path, sizeof path, "older.json");
+    save_ok(path, &saved);
+    size_t n;
+    char *text = slurp(path, &n);
+    cr_assert_not_null(strstr(text, "\"stride_tlb\""), "the saved file has no \"stride_tlb\"");
+    char *older = edit(text, "\"stride_tlb\"", "\"not_read\"");
+    spit(path, older, strlen(older));
+    free(older);
+    free(text);
+    load_ok(path, &loaded);
+    memset(&defaults, 0, sizeof defaults);
+    vx_tune_defaults(vx_hw(), &defaults);
+    cr_assert(close_rel(loaded.bw_stride_tlb, defaults.bw_stride_tlb),
+              "bw_stride_tlb: expected the default %g, found %g", defaults.bw_stride_tlb, loaded.bw_stride_tlb);
+    cr_assert(close_rel(loaded.bw_dram_all, saved.bw_dram_all), "bw_dram_all: expected %g from the file, found %g",
+              saved.bw_dram_all, loaded.bw_dram_all);
 }
 
 Test(tune, resave_replaces_the_file)
@@ -485,6 +512,8 @@ Test(tune, every_bad_file_is_refused_cleanly)
                         VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "rate given as a string", MARK_P_TEXT, "\"" MARK_P_TEXT "\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "negative wake_ns", WAKE_TEXT, "-" WAKE_TEXT, VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "stride_tlb 1e300", "2.625", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "stride_tlb given as a string", "2.625", "\"2.625\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "call_ns given twice", CALL_TEXT, CALL_TEXT ", \"call_ns\": 1.5", VX_ERR_INVALID_ARG);
 
     scratch_path(path, sizeof path, "no-such-file.json");

@@ -72,6 +72,9 @@ static void print_hw(void)
     if (h->l1d_ways > 0 || h->l2_ways > 0)
         printf("sets:       L1d %d-way, L2 %d-way, %d-byte lines%s\n", h->l1d_ways, h->l2_ways, h->line_bytes,
                h->l1d_ways > 0 && h->l2_ways > 0 && h->line_bytes > 0 ? "" : "  [partly unknown: far-apart rows priced at the strided rate]");
+    if (h->tlb_4k_entries > 0)
+        printf("data TLB:   %d entries for 4 KiB pages, %d-way%s\n", h->tlb_4k_entries, h->tlb_4k_ways,
+               h->tlb_4k_ways > 0 ? "" : " (ways unknown: its misses are not priced)");
     printf("isa:        avx2+fma %s, avx512 %s, avx512-bf16 %s, avx512-fp16 %s, amx %s\n",
            h->has_avx2_fma ? "yes" : "no", h->has_avx512 ? "yes" : "no", h->has_avx512_bf16 ? "yes" : "no",
            h->has_avx512_fp16 ? "yes" : "no", h->has_amx ? "yes" : "no");

@@ -87,6 +87,20 @@ static int aliased_level(const vx_device_desc *d, int from, int64_t stride, int6
     return -1;
 }
 
+/* Rows `stride` bytes apart whose pages the data TLB keeps mapped at once:
+ * half the ways (as for a cache) of the sets their pages fall in. Pages
+ * sets * page bytes apart share a set. Unknown geometry: no limit. */
+static int64_t tlb_rows(const vx_device_desc *d, int64_t stride)
+{
+    if (d->tlb_sets <= 0 || d->tlb_ways <= 0)
+        return INT64_MAX;
+    const int64_t page = d->page_bytes, span = (int64_t)d->tlb_sets * page;
+    int64_t g = (span & (span - 1)) == 0 ? ((stride & -stride) < span ? (stride & -stride) : span) : gcd64(stride, span);
+    if (g < page)
+        g = page;
+    return (int64_t)(d->tlb_ways / 2 > 0 ? d->tlb_ways / 2 : 1) * (span / g);
+}
+
 /* Bandwidth (bytes/ns) of memory level i for a unit sharing the last level
  * with t - 1 others. */
 static double bw_at(const vx_device_desc *d, int i, int t)
@@ -157,6 +171,7 @@ typedef struct {
     double top;         /* the fastest level's (the bounds' re-reads) */
     double abuf;        /* the level a copied A block is read from (the unit's own) */
     double strided, stride_stream; /* in-place rows far apart: re-read, first pass */
+    double stride_tlb;  /* ... first pass from the last level, k block beyond the TLB's reach */
     int b_home_last;    /* B's home reads no faster than the last level alone */
     int a_far;          /* A's home is beyond the second level (L3 or DRAM) */
     double copy_b;      /* ns per element of B copied (rate or read, the slower) */
@@ -181,6 +196,7 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
     x->abuf = 1.0 / d->mem[d->buffer_level_a].bw;
     x->strided = 1.0 / d->bw_strided;
     x->stride_stream = 1.0 / d->bw_stride_stream;
+    x->stride_tlb = d->bw_stride_tlb > 0 ? 1.0 / d->bw_stride_tlb : x->stride_stream;
     const int a_level = level_for(d, e * (double)p->m * (double)p->k / g.tm);
     const int b_level = level_for(d, e * (double)p->k * (double)p->n / g.tn);
     x->a_home = x->nspb[a_level];
@@ -404,6 +420,15 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
         const int keep = aliased_level(d, fit, (int64_t)e * p->n, (int64_t)e * n0, kb);
         panel = keep >= 0 ? x->nspb[keep] : dmax(panel, x->strided);
         first = dmax(first, x->stride_stream);
+        /* Each row of a k block holds a TLB entry while the block is walked
+         * panel by panel; more rows than the TLB's sets keep for them miss
+         * it on every piece. From DRAM that runs at the measured rate
+         * (4x4096x4096 on 2 Zen 1 cores, rows 16 KiB apart, 4 pages: their
+         * entries fall in 64 of the 256 sets of 6 ways; kc = 512: 9.3 ms,
+         * kc = 256: 5.8, kc = 128: 5.7). From a cache the walks are cheaper
+         * and not priced. */
+        if (x->b_home_last && kb > tlb_rows(d, (int64_t)e * p->n))
+            first = dmax(first, x->stride_tlb);
         /* Panels narrower than a line share each line with the next panel;
          * where no level keeps the k block's lines until then, every panel
          * fetches whole lines anew (13x4096x4096: the 14x8 tile read in place

@@ -50,6 +50,39 @@ static void query_isa(vx_hw_info *h)
     h->has_avx512_bf16 = h->has_avx512 && ((a1 >> 5) & 1);
 }
 
+/* The largest TLB that maps 4 KiB data pages (the second level on current
+ * x86 cores): entries and ways. Rows of an operand read in place, a page or
+ * more apart, take one entry each while a k block is walked, and like cache
+ * lines they compete for the entries of a few sets (cost.c). Intel lists
+ * its TLBs in leaf 0x18, AMD its L2 data TLB in 0x80000006. */
+static void query_tlb(vx_hw_info *h)
+{
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    int best = 0, ways = 0;
+    if (__get_cpuid_max(0, NULL) >= 0x18) {
+        __cpuid_count(0x18, 0, a, b, c, d);
+        const unsigned last = a < 64 ? a : 64;
+        for (unsigned s = 0; s <= last; s++) {
+            __cpuid_count(0x18, s, a, b, c, d);
+            const unsigned type = d & 0x1f; /* 1 data, 3 unified, 4 load-only */
+            const long w = (long)((b >> 16) & 0xffff), n = w * (long)c;
+            if ((type == 1 || type == 3 || type == 4) && (b & 1) && n > best && n < (1L << 20)) {
+                best = (int)n;
+                ways = (d >> 8) & 1 ? (int)n : (int)w;
+            }
+        }
+    }
+    if (best == 0 && __get_cpuid_max(0x80000000, NULL) >= 0x80000006) {
+        /* EBX: 4 KiB entries in bits 27:16, their associativity code in 31:28 */
+        static const int assoc[16] = { 0, 1, 2, 3, 4, 6, 8, 0, 16, 0, 32, 48, 64, 96, 128, -1 };
+        __get_cpuid(0x80000006, &a, &b, &c, &d);
+        best = (int)((b >> 16) & 0xfff);
+        ways = assoc[b >> 28] < 0 ? best : assoc[b >> 28];
+    }
+    h->tlb_4k_entries = best;
+    h->tlb_4k_ways = best > 0 && ways > 0 && best % ways == 0 ? ways : 0;
+}
+
 static void query_model(vx_hw_info *h)
 {
     unsigned regs[12];
@@ -169,6 +202,7 @@ static void query_all(void)
         g_core_of_cpu[i] = -1;
     query_model(&g_hw);
     query_isa(&g_hw);
+    query_tlb(&g_hw);
     query_topology(&g_hw);
     query_clock(&g_hw);
 }

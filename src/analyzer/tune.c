@@ -74,6 +74,7 @@ void vx_tune_defaults(const vx_hw_info *hw, vx_tune *t)
     t->bw_dram_all = 20.0;
     t->bw_strided = 8.0;
     t->bw_stride_stream = 16.0;
+    t->bw_stride_tlb = 4.0; /* Zen 1 measured 3.7-5.2 */
     t->pack_b_narrow_ns[0] = 0.6 / ghz;
     t->pack_b_narrow_ns[1] = 2.0 / ghz;
     t->wake_ns = 30000.0;

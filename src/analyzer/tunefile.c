@@ -8,7 +8,7 @@
  *             "avx512": [ ... ] },            rates per m = 1.., ns and ns per k step
  *     "pack_ns": { "a": [unit, strided], "b": [unit, strided], "b_narrow": [in L3, in DRAM] },   ns per float
  *     "bandwidth": { "l2": ..., "l3": ..., "dram": ..., "dram_all": ..., "strided": ...,
- *                    "stride_stream": ... },  bytes per ns
+ *                    "stride_stream": ..., "stride_tlb": ... (optional) },  bytes per ns
  *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place] }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
@@ -211,6 +211,12 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
                 "%s: \"bandwidth\" needs l2, l3, dram, dram_all, strided and stride_stream in [%g, %g] bytes per ns", path, BW_MIN, BW_MAX);
         goto out;
     }
+    /* added after version 2 files were written: optional, the default stays */
+    if (bw && json_object_get(bw, "stride_tlb") && !get_num(bw, "stride_tlb", BW_MIN, BW_MAX, &n.bw_stride_tlb)) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"bandwidth\".stride_tlb is not a number in [%g, %g] bytes per ns",
+                path, BW_MIN, BW_MAX);
+        goto out;
+    }
     static const char *const fixed[] = { "wake_ns", "wake_warm_ns", "call_ns", "mode_call_ns",
                                         "mode_call_ns", "mode_call_ns" };
     double *fixed_out[] = { &n.wake_ns, &n.wake_warm_ns, &n.call_ns };
@@ -265,14 +271,14 @@ static json_t *to_json(const vx_tune *t)
     }
     const vx_fingerprint *fp = &t->fp;
     return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:I, s:I, s:I, s:b, s:b}, s:o, s:{s:o, s:o, s:o}, "
-                     "s:{s:f, s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f}",
+                     "s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f}",
                      "format", "vortex-tune", "version", t->version, "created", t->created, "fingerprint",
                      "cpu_model", fp->cpu_model, "physical_cores", fp->physical_cores, "l1d_bytes",
                      (json_int_t)fp->l1d_bytes, "l2_bytes", (json_int_t)fp->l2_bytes, "l3_bytes",
                      (json_int_t)fp->l3_bytes, "avx2_fma", fp->has_avx2_fma, "avx512", fp->has_avx512, "l0", l0,
                      "pack_ns", "a", pair(t->pack_a_ns[0], t->pack_a_ns[1]), "b",
                      pair(t->pack_b_ns[0], t->pack_b_ns[1]), "b_narrow", pair(t->pack_b_narrow_ns[0], t->pack_b_narrow_ns[1]), "bandwidth", "l2", t->bw_l2, "l3", t->bw_l3, "dram",
-                     t->bw_dram, "dram_all", t->bw_dram_all, "strided", t->bw_strided, "stride_stream", t->bw_stride_stream, "wake_ns", t->wake_ns, "wake_warm_ns", t->wake_warm_ns, "call_ns", t->call_ns);
+                     t->bw_dram, "dram_all", t->bw_dram_all, "strided", t->bw_strided, "stride_stream", t->bw_stride_stream, "stride_tlb", t->bw_stride_tlb, "wake_ns", t->wake_ns, "wake_warm_ns", t->wake_warm_ns, "call_ns", t->call_ns);
 }
 
 /* mkdir -p of path's directory. */
@@ -305,10 +311,10 @@ static const char *non_finite(const vx_tune *t)
                     if (!isfinite(t->l0[isa][f][v][m].overhead_ns) || !isfinite(t->l0[isa][f][v][m].ns_per_k))
                         return "an L0 rate";
     const double *d[] = { &t->pack_a_ns[0], &t->pack_a_ns[1], &t->pack_b_ns[0], &t->pack_b_ns[1], &t->bw_l2,
-                          &t->bw_l3, &t->bw_dram, &t->bw_dram_all, &t->bw_strided, &t->bw_stride_stream, &t->pack_b_narrow_ns[0], &t->pack_b_narrow_ns[1], &t->wake_ns, &t->wake_warm_ns, &t->call_ns, &t->mode_call_ns[0],
+                          &t->bw_l3, &t->bw_dram, &t->bw_dram_all, &t->bw_strided, &t->bw_stride_stream, &t->bw_stride_tlb, &t->pack_b_narrow_ns[0], &t->pack_b_narrow_ns[1], &t->wake_ns, &t->wake_warm_ns, &t->call_ns, &t->mode_call_ns[0],
                           &t->mode_call_ns[1], &t->mode_call_ns[2] };
     static const char *const name[] = { "pack_a_ns", "pack_a_ns", "pack_b_ns", "pack_b_ns", "bw_l2",
-                                        "bw_l3", "bw_dram", "bw_dram_all", "bw_strided", "bw_stride_stream", "pack_b_narrow_ns", "pack_b_narrow_ns", "wake_ns", "wake_warm_ns", "call_ns" };
+                                        "bw_l3", "bw_dram", "bw_dram_all", "bw_strided", "bw_stride_stream", "bw_stride_tlb", "pack_b_narrow_ns", "pack_b_narrow_ns", "wake_ns", "wake_warm_ns", "call_ns" };
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (!isfinite(*d[i]))
             return name[i];

@@ -106,8 +106,11 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->bw_shared = tu->bw_dram_all;
     d->bw_strided = tu->bw_strided;
     d->bw_stride_stream = tu->bw_stride_stream;
+    d->bw_stride_tlb = tu->bw_stride_tlb;
     const long page = sysconf(_SC_PAGESIZE);
     d->page_bytes = page > 0 ? page : 4096;
+    d->tlb_ways = hw->tlb_4k_ways;
+    d->tlb_sets = hw->tlb_4k_ways > 0 ? hw->tlb_4k_entries / hw->tlb_4k_ways : 0;
     d->copy_b_narrow_ns[0] = tu->pack_b_narrow_ns[0];
     d->copy_b_narrow_ns[1] = tu->pack_b_narrow_ns[1];
     d->buffer_level_a = 1;
