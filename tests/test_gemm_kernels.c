@@ -353,6 +353,56 @@ VT_ISA_TEST(forced_blocking, small_blocks, TMO)
     vx_plan_set_override(NULL);
 }
 
+/* The direct path on AVX2 copies the partial last column panel of every k
+ * block (gemm.c, copies_edge_panel): ragged widths over several k blocks,
+ * on one thread and on a 1 x 2 grid (the edge then lies in the second
+ * cell), with beta = 0 over NaN and beta = 0.3 accumulating across blocks. */
+VT_ISA_TEST(forced_blocking, direct_ragged_edge_over_k_blocks, TMO)
+{
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    int idx = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        vx_set_num_threads(threads);
+        for (int f = 0; f < set->nfamilies; f++) {
+            const int nr = set->families[f].nr, mr = set->families[f].mr_max;
+            for (int kc = 5; kc <= 16; kc += 11) {
+                vx_gemm_plan o;
+                memset(&o, 0, sizeof o);
+                o.path = VX_PATH_DIRECT;
+                o.nr = nr;
+                o.mr = mr;
+                o.kc = kc;
+                o.threads_m = 1;
+                o.threads_n = threads;
+                o.threads = threads;
+                vx_plan_set_override(&o);
+                char tag[160];
+                snprintf(tag, sizeof tag, "isa=%s forced direct nr=%d mr=%d kc=%d grid 1x%d", vt_isa_name(vt_isa),
+                         nr, mr, kc, threads);
+                const int64_t shapes[][3] = {
+                    {2 * mr + 1, 2 * nr + nr / 2 + 1, 3 * kc + 2},
+                    {mr, nr - 1, 4 * kc},
+                    {1, 3 * nr + 1, kc + 1},
+                };
+                for (int s = 0; s < 3; s++, idx++) {
+                    vt_case c = vt_case_make(shapes[s][0], shapes[s][1], shapes[s][2]);
+                    c.seed = 4242u + (uint64_t)idx;
+                    c.beta = idx % 2 ? 0.3f : 0.0f;
+                    if (c.beta == 0.0f)
+                        c.cinit = VT_C_NAN;
+                    c.alpha = idx % 3 ? 1.0f : -0.5f;
+                    c.ldc_pad = idx % 2 ? 5 : 0;
+                    c.ldb_pad = idx % 3 == 1 ? 7 : 0;
+                    c.tag = tag;
+                    vt_check(&c);
+                }
+            }
+        }
+    }
+    vx_plan_set_override(NULL);
+    vx_set_num_threads(1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Planner invariants                                                  */
 /* ------------------------------------------------------------------ */

@@ -138,6 +138,18 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     }
 }
 
+/* Whether a direct plan copies its last, partial column panel: AVX2 has
+ * no cheap masked load (vmaskmovps is microcoded on AMD Zen: 5x18x92 with
+ * the 3x24 tile, two row tiles, ran 2.8 us reading its 18 columns masked,
+ * 1.9 us with them copied), so the edge panel of each k block is copied
+ * once, zero-padded, for the row tiles to read. With a single row tile the
+ * copy is not repaid (5x18x92 with 13x8: 1.4 us masked, 2.2 copied), so
+ * run_inplace copies only for two or more. AVX-512 masks loads for free. */
+static int copies_edge_panel(const vx_gemm_plan *P, const vx_gemm_args *g)
+{
+    return P->path == VX_PATH_DIRECT && P->isa == VX_ISA_AVX2 && g->n % P->nr != 0;
+}
+
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
  * K is blocked (the plan's kc) and is the outer loop: one k block of B's
@@ -155,6 +167,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
     const vx_ukernel_fn *kern = J->fam->kern[pack_b ? VX_UK_AS_BP : VX_UK_AS_BS];
+    const int copy_edge = !pack_b && copies_edge_panel(J->plan, g) && m1 - m0 > mr;
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -163,13 +176,15 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
         const float *apan = v->a + pc * g->a_cs;
         for (int64_t j0 = n0; j0 < n1; j0 += nr) {
             const int64_t nn = min64(nr, n1 - j0);
-            const float *bpan = pack_b ? bp : v->b + pc * g->b_rs + j0 * g->b_cs;
-            const int64_t b_rs = pack_b ? nr : g->b_rs;
-            if (pack_b)
+            const int copied = pack_b || (copy_edge && nn < nr);
+            const float *bpan = copied ? bp : v->b + pc * g->b_rs + j0 * g->b_cs;
+            const int64_t b_rs = copied ? nr : g->b_rs;
+            const vx_ukernel_fn *k_of = copied ? J->fam->kern[VX_UK_AS_BP] : kern;
+            if (copied)
                 load_b(g, v, pc, kb, j0, nn, nr, bp);
             for (int64_t i0 = m0; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
-                kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
+                k_of[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
                              v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
                              epilogue_at(g, v, last_k, i0, j0, &epb));
             }
@@ -364,7 +379,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         block_sizes(g, plan, &mc, &kc, &nc);
         J.ws_a = (size_t)(mc * kc + 15) & ~(size_t)15;
         J.ws_b = (size_t)(kc * nc + 15) & ~(size_t)15;
-    } else if (plan->path == VX_PATH_PACK_B) {
+    } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g)) {
         J.ws_b = (size_t)(min64(plan->kc, g->k) * plan->nr + 15) & ~(size_t)15;
     }
     if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)threads * (J.ws_a + J.ws_b))))
