@@ -52,14 +52,19 @@ static int level_for(const vx_device_desc *d, double bytes)
     return i;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
+/* gcd(stride, span) for stride > 0: span is a power of two on every cache
+ * and TLB seen (the lowest set bit of stride then), Euclid otherwise. */
+static int64_t gcd_span(int64_t stride, int64_t span)
 {
-    while (b) {
+    if ((span & (span - 1)) == 0)
+        return (stride & -stride) < span ? (stride & -stride) : span;
+    for (int64_t a = stride, b = span;;) {
         const int64_t r = a % b;
+        if (r == 0)
+            return b;
         a = b;
         b = r;
     }
-    return a;
 }
 
 /* The first level from `from` on that keeps `rows` pieces of `piece` bytes
@@ -76,10 +81,7 @@ static int aliased_level(const vx_device_desc *d, int from, int64_t stride, int6
         const vx_mem_level *L = &d->mem[i];
         if (L->ways < 2 || L->way_bytes <= 0 || L->line <= 0)
             return -1;
-        /* way_bytes is a power of two on every cache seen; Euclid otherwise */
-        const int64_t g = (L->way_bytes & (L->way_bytes - 1)) == 0
-                              ? ((stride & -stride) < L->way_bytes ? (stride & -stride) : L->way_bytes)
-                              : gcd64(stride, L->way_bytes);
+        const int64_t g = gcd_span(stride, L->way_bytes);
         const int64_t lines = (piece + L->line - 1) / L->line * L->line;
         if (rows <= (int64_t)(L->ways / 2) * (L->way_bytes / (g > lines ? g : lines)))
             return i;
@@ -95,7 +97,7 @@ static int64_t tlb_rows(const vx_device_desc *d, int64_t stride)
     if (d->tlb_sets <= 0 || d->tlb_ways <= 0)
         return INT64_MAX;
     const int64_t page = d->page_bytes, span = (int64_t)d->tlb_sets * page;
-    int64_t g = (span & (span - 1)) == 0 ? ((stride & -stride) < span ? (stride & -stride) : span) : gcd64(stride, span);
+    int64_t g = gcd_span(stride, span);
     if (g < page)
         g = page;
     return (int64_t)(d->tlb_ways / 2 > 0 ? d->tlb_ways / 2 : 1) * (span / g);
@@ -171,7 +173,7 @@ typedef struct {
     double top;         /* the fastest level's (the bounds' re-reads) */
     double abuf;        /* the level a copied A block is read from (the unit's own) */
     double strided, stride_stream; /* in-place rows far apart: re-read, first pass */
-    double stride_tlb;  /* ... first pass from the last level, k block beyond the TLB's reach */
+    double stride_tlb;  /* ... first pass from the last level, more rows than the TLB keeps */
     int b_home_last;    /* B's home reads no faster than the last level alone */
     int a_far;          /* A's home is beyond the second level (L3 or DRAM) */
     double copy_b;      /* ns per element of B copied (rate or read, the slower) */
