@@ -98,7 +98,7 @@ static void summary(const vx_tune *t)
            t->pack_b_narrow_ns[1]);
     printf("bandwidth: L2 %.1f, L3 %.1f, DRAM %.1f GB/s per core; DRAM %.1f GB/s all cores;\n"
            "           rows 8 KiB apart: %.1f GB/s re-reading a panel, %.1f GB/s in one pass;\n"
-           "           rows 16 KiB apart from DRAM, k blocks beyond the TLB's reach: %.1f GB/s in one pass\n",
+           "           rows 16 KiB apart from DRAM, more per k block than the TLB keeps: %.1f GB/s in one pass\n",
            t->bw_l2, t->bw_l3, t->bw_dram, t->bw_dram_all, t->bw_strided, t->bw_stride_stream, t->bw_stride_tlb);
     printf("fixed:     parallel region %.0f ns (workers asleep), %.0f ns (workers spinning); 1x1x1 call %.0f ns "
            "(copy A+B %.0f, copy B %.0f, in place %.0f)\n",

@@ -86,7 +86,8 @@ typedef struct {
                                   lie a large stride apart (set aliasing, no prefetch) */
     double bw_stride_stream;   /* ... and reading such rows once, k block by k block,
                                   each block panel by panel (the in-place first pass) */
-    double bw_stride_tlb;      /* ... from the last level, k blocks spanning more than tlb_reach */
+    double bw_stride_tlb;      /* ... from the last level, k blocks of more rows than the TLB's
+                                  sets keep for their stride (see tlb_sets) */
     int tlb_sets, tlb_ways;    /* the data TLB for 4 KiB pages (0: unknown, not priced) */
     int64_t page_bytes;        /* rows at least this far apart defeat the prefetchers */
     double copy_b_narrow_ns[2]; /* ns per element copying one n0-wide panel of such rows,

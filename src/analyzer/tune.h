@@ -69,8 +69,8 @@ typedef struct {
     /* ... and reading such rows once, as the in-place kernels' first pass
      * does: k block by k block (256 rows), each block panel by panel. */
     double bw_stride_stream;
-    double bw_stride_tlb;      /* the first pass again, from DRAM, with k blocks whose rows span
-                                  more pages than the TLB maps (optional in the file) */
+    double bw_stride_tlb;      /* the first pass again, from DRAM, with k blocks of more rows than
+                                  the TLB's sets keep mapped (optional in the file) */
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

@@ -401,7 +401,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
      * (256 rows, the middle of the kc candidates) */
     t->bw_stride_stream = strided_walk_bw(big, (size_t)(l3_share > 0 ? l3_share / 2 : 64 * hw->l2_bytes) / 8192,
                                           8192, 256, 8192 / 64, 1, passes);
-    step(&pr, "far-apart rows beyond the TLB's reach");
+    step(&pr, "far-apart rows, more than the TLB keeps");
     {
         /* the first pass again, from DRAM (the far half of the buffer, four
          * blocks), in k blocks of rows 16 KiB apart, twice as many as the

@@ -166,7 +166,6 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
-    const vx_ukernel_fn *kern = J->fam->kern[pack_b ? VX_UK_AS_BP : VX_UK_AS_BS];
     const int copy_edge = !pack_b && copies_edge_panel(J->plan, g) && m1 - m0 > mr;
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
@@ -179,12 +178,12 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
             const int copied = pack_b || (copy_edge && nn < nr);
             const float *bpan = copied ? bp : v->b + pc * g->b_rs + j0 * g->b_cs;
             const int64_t b_rs = copied ? nr : g->b_rs;
-            const vx_ukernel_fn *k_of = copied ? J->fam->kern[VX_UK_AS_BP] : kern;
+            const vx_ukernel_fn *kern = J->fam->kern[copied ? VX_UK_AS_BP : VX_UK_AS_BS];
             if (copied)
                 load_b(g, v, pc, kb, j0, nn, nr, bp);
             for (int64_t i0 = m0; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
-                k_of[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
+                kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
                              v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
                              epilogue_at(g, v, last_k, i0, j0, &epb));
             }
