@@ -2,6 +2,7 @@
  * canonicalisation to one row-major problem with unit-stride C rows, routing
  * to the CPU backend, and the VORTEX_VERBOSE log line. */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "analyzer/plan.h"
@@ -163,7 +164,8 @@ static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa,
 
     const int verbose = vx_verbose();
     const double t0 = verbose ? now_us() : 0.0;
-    char desc[160] = "scale";
+    char desc[160]; /* filled only for the verbose line: zeroing it cost a `rep stos` a call */
+    desc[0] = '\0';
     int threads = 1;
     /* One canonical problem (C row-major) for either backend. */
     const vx_cuda_gemm_args cg = vx_cuda_canonical(layout, transa, transb, m, n, k, alpha, a, at, lda,
@@ -188,6 +190,7 @@ static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa,
         g.b = cg.b; g.b_rs = cg.b_kcontig ? 1 : cg.ldb; g.b_cs = cg.b_kcontig ? cg.ldb : 1;
         if (!reads_ab) {
             scale_c(g.m, g.n, beta, g.c, g.c_rs);
+            memcpy(desc, "scale", sizeof "scale");
         } else {
             vx_gemm_shape shape = { g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, vx_pool_warm(), 0, 0, 0, 0, 0, 0, 0, 0, 0 };
             vx_gemm_plan plan;

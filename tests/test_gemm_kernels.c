@@ -354,9 +354,11 @@ VT_ISA_TEST(forced_blocking, small_blocks, TMO)
 }
 
 /* The direct path on AVX2 copies the partial last column panel of every k
- * block (gemm.c, copies_edge_panel): ragged widths over several k blocks,
- * on one thread and on a 1 x 2 grid (the edge then lies in the second
- * cell), with beta = 0 over NaN and beta = 0.3 accumulating across blocks. */
+ * block once three or more row tiles read it (gemm.c, copies_edge_panel),
+ * and reads it masked otherwise: ragged widths over several k blocks with
+ * three row tiles and with two, on one thread and on a 1 x 2 grid (the
+ * edge then lies in the second cell), with beta = 0 over NaN and
+ * beta = 0.3 accumulating across blocks. */
 VT_ISA_TEST(forced_blocking, direct_ragged_edge_over_k_blocks, TMO)
 {
     const vx_ukernel_set *set = vx_ukernels(vt_isa);
@@ -383,8 +385,9 @@ VT_ISA_TEST(forced_blocking, direct_ragged_edge_over_k_blocks, TMO)
                     {2 * mr + 1, 2 * nr + nr / 2 + 1, 3 * kc + 2},
                     {mr, nr - 1, 4 * kc},
                     {1, 3 * nr + 1, kc + 1},
+                    {mr + 1, nr + nr / 2 + 3, 2 * kc + 1},
                 };
-                for (int s = 0; s < 3; s++, idx++) {
+                for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++, idx++) {
                     vt_case c = vt_case_make(shapes[s][0], shapes[s][1], shapes[s][2]);
                     c.seed = 4242u + (uint64_t)idx;
                     c.beta = idx % 2 ? 0.3f : 0.0f;

@@ -30,6 +30,8 @@ typedef struct {
 
 static int64_t item_off(const vx_gemm_args *g, vx_batch_stride s, int64_t item)
 {
+    if (item == 0) /* a plain GEMM: no 64-bit divisions (~40 cycles each on Zen 1) per call */
+        return 0;
     const int64_t inner = g->batch_inner > 0 ? g->batch_inner : 1;
     return (item / inner) * s.outer + (item % inner) * s.inner;
 }
@@ -92,6 +94,11 @@ static void block_sizes(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t *m
  * except the last: chunk `idx` is [*lo, *hi). */
 static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, int64_t *hi)
 {
+    if (parts == 1) { /* the grid's usual single row or column: no divisions */
+        *lo = 0;
+        *hi = total;
+        return;
+    }
     const int64_t units = (total + unit - 1) / unit;
     const int64_t base = units / parts, extra = units % parts;
     const int64_t u0 = idx * base + (idx < extra ? idx : extra);
@@ -138,13 +145,17 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     }
 }
 
-/* Whether a direct plan copies its last, partial column panel: AVX2 has
- * no cheap masked load (vmaskmovps is microcoded on AMD Zen: 5x18x92 with
- * the 3x24 tile, two row tiles, ran 2.8 us reading its 18 columns masked,
- * 1.9 us with them copied), so the edge panel of each k block is copied
- * once, zero-padded, for the row tiles to read. With a single row tile the
- * copy is not repaid (5x18x92 with 13x8: 1.4 us masked, 2.2 copied), so
- * run_inplace copies only for two or more. AVX-512 masks loads for free. */
+/* Whether a direct plan on AVX2 copies its last, partial column panel:
+ * AVX2 has no cheap masked load (vmaskmovps costs ~3 cycles more than a
+ * load on AMD Zen 1), and the ragged kernels mask one vector per k step,
+ * so a copy of the edge panel per k block (zero-padded, read by every row
+ * tile) pays off only once enough row tiles read it. Measured, 1 thread:
+ * two row tiles run faster masked (5x18x92 with 4x24: 1.50 us vs 1.63
+ * copied; 4x18x48 with 3x24: 0.79 vs 0.88), three or more faster copied
+ * (13x20x64 with 3x24: 2.40 vs 1.89; 30x10x12 with 4x16: 1.04 vs 0.84).
+ * AVX-512 masks loads for free. */
+enum { EDGE_COPY_MIN_ROW_TILES = 3 };
+
 static int copies_edge_panel(const vx_gemm_plan *P, const vx_gemm_args *g)
 {
     return P->path == VX_PATH_DIRECT && P->isa == VX_ISA_AVX2 && g->n % P->nr != 0;
@@ -166,7 +177,8 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
-    const int copy_edge = !pack_b && copies_edge_panel(J->plan, g) && m1 - m0 > mr;
+    const int copy_edge = !pack_b && m1 - m0 > (EDGE_COPY_MIN_ROW_TILES - 1) * mr &&
+                          copies_edge_panel(J->plan, g);
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -204,9 +216,11 @@ static void task(void *ctx, int tid, int nthreads)
     float *bp = ap + J->ws_a;
     (void)nthreads;
     for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
-        const int64_t item = cell / grid;
-        const int rest = (int)(cell % grid);
-        const int ti = rest / P->threads_n, tj = rest % P->threads_n;
+        /* A one-cell grid (most small calls) skips the divisions. */
+        const int64_t item = grid == 1 ? cell : cell / grid;
+        const int rest = grid == 1 ? 0 : (int)(cell % grid);
+        const int ti = P->threads_n == 1 ? rest : rest / P->threads_n;
+        const int tj = P->threads_n == 1 ? 0 : rest % P->threads_n;
         int64_t m0, m1, n0, n1;
         split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
         split(J->g->n, P->nr, P->threads_n, tj, &n0, &n1);
