@@ -23,6 +23,7 @@ ISAS = {
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 B_PREFETCH_ROWS = 16     # rows of in-place B fetched ahead (~100 cycles of L3 latency)
+A_GROUP = 3              # in-place A rows per pointer: base, base + a_rs * 4, base + a_rs * 8 bytes
 
 
 def tiles(isa):
@@ -164,9 +165,17 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
     if not a_packed and m == 1:
         L.append("    (void)a_rs;")
     if not a_packed:
-        # Row offsets of A in elements; the compiler keeps what it can in registers.
-        for i in range(1, m):
-            L.append(f"    const int64_t ro{i} = {i} * a_rs;")
+        # In-place A: one pointer per group of A_GROUP rows, the rows of a
+        # group at base + j * a_rs (addressed as base + a_rs * 4 or * 8),
+        # each pointer stepped by a_cs per k step. Per-row offsets held
+        # m - 1 registers more; with the unrolled B row offsets GCC spilled
+        # them and reloaded one from the stack per broadcast.
+        for g in range((m + A_GROUP - 1) // A_GROUP):
+            L.append(f"    const float *ag{g} = a + {g * A_GROUP} * a_rs;")
+    if not b_packed:
+        # In-place B: b steps by b_rs per k step; the prefetch runs
+        # B_PREFETCH_ROWS rows ahead of it.
+        L.append(f"    const int64_t b_ahead = {B_PREFETCH_ROWS} * b_rs;")
     # Warm the C tile while the K loop runs: its rows are far apart.
     for i in range(m):
         for v in range(0, V, max(1, 64 // (4 * I.w))):
@@ -175,16 +184,31 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
     def a_elem(i, u):
         if a_packed:
             return f"a[{u * m + i}]"
-        off = "" if i == 0 else f"ro{i}"
-        uo = "" if u == 0 else f"{u} * a_cs"
-        idx = " + ".join(x for x in (off, uo) if x) or "0"
-        return f"a[{idx}]"
+        j = i % A_GROUP
+        return f"ag{i // A_GROUP}[{'0' if j == 0 else 'a_rs' if j == 1 else f'{j} * a_rs'}]"
 
-    def b_ptr(v, u, masked):
+    def b_ptr(v, u):
         if b_packed:
             return f"b + {u * nr + v * I.w}"
-        uo = f"{u} * b_rs + " if u else ""
-        return f"b + {uo}{v * I.w}"
+        return f"b + {v * I.w}"
+
+    def advance_in_place(indent):
+        """After a k step: the in-place operands' pointers move one step."""
+        out = []
+        if not a_packed:
+            out.append(indent + " ".join(f"ag{g} += a_cs;" for g in range((m + A_GROUP - 1) // A_GROUP)))
+        if not b_packed:
+            out.append(f"{indent}b += b_rs;")
+        return out
+
+    def advance_packed(steps, indent):
+        """After `steps` k steps: the packed operands' pointers move past them."""
+        parts = []
+        if a_packed:
+            parts.append(f"a += {steps * m};")
+        if b_packed:
+            parts.append(f"b += {steps * nr};")
+        return [indent + " ".join(parts)] if parts else []
 
     def step(u, live, masked, indent):
         """One k step over the first `live` vectors of the tile; with
@@ -196,10 +220,9 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
             # In-place B rows are ldb apart: too far for the hardware stride
             # prefetcher, so fetch B_PREFETCH_ROWS rows ahead by hand.
             for v in range(0, live, max(1, 16 // I.w)):
-                uo = f"({u} + {B_PREFETCH_ROWS}) * b_rs"
-                out.append(f"{indent}__builtin_prefetch(b + {uo} + {v * I.w}, 0, 3);")
+                out.append(f"{indent}__builtin_prefetch(b + b_ahead + {v * I.w}, 0, 3);")
         for v in range(live):
-            ptr = b_ptr(v, u, masked)
+            ptr = b_ptr(v, u)
             ld = I.mload(v, ptr) if masked and v == live - 1 else I.load(ptr)
             out.append(f"{indent}const {I.vt} b{v} = {ld};")
         for i in range(m):
@@ -207,10 +230,9 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
             for v in range(live):
                 out.append(f"{indent}  {I.fma_acc('ai', f'b{v}', f'c{i}_{v}')}")
             out.append(f"{indent}}}")
+        out += advance_in_place(indent)
         return out
 
-    a_adv1 = f"{m}" if a_packed else "a_cs"
-    b_adv1 = f"{nr}" if b_packed else "b_rs"
     UNROLL = 4
 
     def kloop(live, masked, indent):
@@ -221,11 +243,11 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
             out.append(f"{indent}  {{")
             out += step(u, live, masked, indent + "    ")
             out.append(f"{indent}  }}")
-        out.append(f"{indent}  a += {UNROLL} * {a_adv1}; b += {UNROLL} * {b_adv1};")
+        out += advance_packed(UNROLL, indent + "  ")
         out.append(f"{indent}}}")
         out.append(f"{indent}for (; p < k; ++p) {{")
         out += step(0, live, masked, indent + "  ")
-        out.append(f"{indent}  a += {a_adv1}; b += {b_adv1};")
+        out += advance_packed(1, indent + "  ")
         out.append(f"{indent}}}")
         return out
 

@@ -17,54 +17,56 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
     vx_conv_patches patches;
     vx_conv_patches_init(&patches, p, v, in);
     vx_gemm_args g = { 0 };
+    vx_gemm_ext x = { 0 };
+    g.ext = &x;
     g.m = v->m;
     g.n = v->n;
     g.k = v->k;
     g.alpha = 1.0f;
     g.beta = 0.0f;
-    g.batch = v->items;
-    g.relu = p->activation == VX_ACT_RELU;
-    g.epilogue = bias != NULL || g.relu;
+    x.batch = v->items;
+    x.relu = p->activation == VX_ACT_RELU;
+    x.epilogue = bias != NULL || x.relu;
     if (p->layout == VX_NHWC) {
         /* item = group: its input channels, output channels and filters */
-        g.batch_inner = 1;
+        x.batch_inner = 1;
         if (v->pointwise) {
             g.a = in;
             g.a_rs = p->c;
             g.a_cs = 1;
-            g.a_bs = (vx_batch_stride){ v->cg, 0 };
+            x.a_bs = (vx_batch_stride){ v->cg, 0 };
         } else {
-            g.gather_a = &patches.base;
+            x.gather_a = &patches.base;
         }
         g.b = filter;
         g.b_rs = 1;
         g.b_cs = red;
-        g.b_bs = (vx_batch_stride){ v->kg * red, 0 };
+        x.b_bs = (vx_batch_stride){ v->kg * red, 0 };
         g.c = out;
         g.c_rs = p->k;
-        g.c_bs = (vx_batch_stride){ v->kg, 0 };
-        g.bias_col = bias;
-        g.bias_bs = (vx_batch_stride){ v->kg, 0 };
+        x.c_bs = (vx_batch_stride){ v->kg, 0 };
+        x.bias_col = bias;
+        x.bias_bs = (vx_batch_stride){ v->kg, 0 };
     } else {
         /* item = (image, group) */
-        g.batch_inner = p->groups;
+        x.batch_inner = p->groups;
         g.a = filter;
         g.a_rs = red;
         g.a_cs = 1;
-        g.a_bs = (vx_batch_stride){ 0, v->kg * red };
+        x.a_bs = (vx_batch_stride){ 0, v->kg * red };
         if (v->pointwise) {
             g.b = in;
             g.b_rs = p->h * p->w;
             g.b_cs = 1;
-            g.b_bs = (vx_batch_stride){ p->c * p->h * p->w, v->cg * p->h * p->w };
+            x.b_bs = (vx_batch_stride){ p->c * p->h * p->w, v->cg * p->h * p->w };
         } else {
-            g.gather_b = &patches.base;
+            x.gather_b = &patches.base;
         }
         g.c = out;
         g.c_rs = pq;
-        g.c_bs = (vx_batch_stride){ p->k * pq, v->kg * pq };
-        g.bias_row = bias;
-        g.bias_bs = (vx_batch_stride){ 0, v->kg };
+        x.c_bs = (vx_batch_stride){ p->k * pq, v->kg * pq };
+        x.bias_row = bias;
+        x.bias_bs = (vx_batch_stride){ 0, v->kg };
     }
     return vx_cpu_gemm(&g, plan, threads_used);
 }

@@ -12,6 +12,11 @@ enum { SLOT_WORK = 0, SLOT_VECTOR = 2 };
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* A plain GEMM's extensions: none. */
+static const vx_gemm_ext k_no_ext;
+
+static inline const vx_gemm_ext *ext_of(const vx_gemm_args *g) { return g->ext ? g->ext : &k_no_ext; }
+
 typedef struct {
     const vx_gemm_args *g;
     const vx_gemm_plan *plan;
@@ -32,7 +37,7 @@ static int64_t item_off(const vx_gemm_args *g, vx_batch_stride s, int64_t item)
 {
     if (item == 0) /* a plain GEMM: no 64-bit divisions (~40 cycles each on Zen 1) per call */
         return 0;
-    const int64_t inner = g->batch_inner > 0 ? g->batch_inner : 1;
+    const int64_t inner = ext_of(g)->batch_inner > 0 ? ext_of(g)->batch_inner : 1;
     return (item / inner) * s.outer + (item % inner) * s.inner;
 }
 
@@ -40,11 +45,11 @@ static item_view view_of(const vx_gemm_args *g, int64_t item)
 {
     item_view v;
     v.item = item;
-    v.a = g->a ? g->a + item_off(g, g->a_bs, item) : NULL;
-    v.b = g->b ? g->b + item_off(g, g->b_bs, item) : NULL;
-    v.c = g->c + item_off(g, g->c_bs, item);
-    v.bias_row = g->bias_row ? g->bias_row + item_off(g, g->bias_bs, item) : NULL;
-    v.bias_col = g->bias_col ? g->bias_col + item_off(g, g->bias_bs, item) : NULL;
+    v.a = g->a ? g->a + item_off(g, ext_of(g)->a_bs, item) : NULL;
+    v.b = g->b ? g->b + item_off(g, ext_of(g)->b_bs, item) : NULL;
+    v.c = g->c + item_off(g, ext_of(g)->c_bs, item);
+    v.bias_row = ext_of(g)->bias_row ? ext_of(g)->bias_row + item_off(g, ext_of(g)->bias_bs, item) : NULL;
+    v.bias_col = ext_of(g)->bias_col ? ext_of(g)->bias_col + item_off(g, ext_of(g)->bias_bs, item) : NULL;
     return v;
 }
 
@@ -53,19 +58,19 @@ static item_view view_of(const vx_gemm_args *g, int64_t item)
 static const vx_epilogue *epilogue_at(const vx_gemm_args *g, const item_view *v, int last_k,
                                       int64_t i0, int64_t j0, vx_epilogue *buf)
 {
-    if (!g->epilogue || !last_k)
+    if (!ext_of(g)->epilogue || !last_k)
         return NULL;
     buf->bias_row = v->bias_row ? v->bias_row + i0 : NULL;
     buf->bias_col = v->bias_col ? v->bias_col + j0 : NULL;
-    buf->relu = g->relu;
+    buf->relu = ext_of(g)->relu;
     return buf;
 }
 
 static void load_a(const vx_gemm_args *g, const item_view *v, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
                    int mr, float *out)
 {
-    if (g->gather_a)
-        g->gather_a->pack(g->gather_a, v->item, i0, mb, p0, kb, mr, out);
+    if (ext_of(g)->gather_a)
+        ext_of(g)->gather_a->pack(ext_of(g)->gather_a, v->item, i0, mb, p0, kb, mr, out);
     else
         vx_pack_a(mb, kb, v->a + i0 * g->a_rs + p0 * g->a_cs, g->a_rs, g->a_cs, mr, out);
 }
@@ -73,8 +78,8 @@ static void load_a(const vx_gemm_args *g, const item_view *v, int64_t i0, int64_
 static void load_b(const vx_gemm_args *g, const item_view *v, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
                    int nr, float *out)
 {
-    if (g->gather_b)
-        g->gather_b->pack(g->gather_b, v->item, p0, kb, j0, nb, nr, out);
+    if (ext_of(g)->gather_b)
+        ext_of(g)->gather_b->pack(ext_of(g)->gather_b, v->item, p0, kb, j0, nb, nr, out);
     else
         vx_pack_b(kb, nb, v->b + p0 * g->b_rs + j0 * g->b_cs, g->b_rs, g->b_cs, nr, out);
 }
@@ -211,7 +216,7 @@ static void task(void *ctx, int tid, int nthreads)
     job *J = ctx;
     const vx_gemm_plan *P = J->plan;
     const int grid = P->threads_m * P->threads_n;
-    const int64_t cells = (int64_t)grid * (J->g->batch > 0 ? J->g->batch : 1);
+    const int64_t cells = (int64_t)grid * (ext_of(J->g)->batch > 0 ? ext_of(J->g)->batch : 1);
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
     (void)nthreads;
@@ -254,7 +259,7 @@ typedef struct {
 /* Fill the form for g; 0 when neither form fits its strides. */
 static int gemv_form(const vx_gemm_args *g, gemv_job *J)
 {
-    if (g->gather_a || g->gather_b || (g->m != 1 && g->n != 1))
+    if (ext_of(g)->gather_a || ext_of(g)->gather_b || (g->m != 1 && g->n != 1))
         return 0;
     if (g->n == 1) { /* y = C's column, the matrix is A, x is B's column */
         J->len = g->m;
@@ -292,7 +297,7 @@ static void gemv_task(void *ctx, int tid, int nthreads)
 {
     gemv_job *J = ctx;
     const vx_gemm_args *g = J->g;
-    const int64_t cells = J->chunks * (g->batch > 0 ? g->batch : 1);
+    const int64_t cells = J->chunks * (ext_of(g)->batch > 0 ? ext_of(g)->batch : 1);
     (void)tid;
     (void)nthreads;
     for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
@@ -307,8 +312,8 @@ static void gemv_task(void *ctx, int tid, int nthreads)
         /* The bias along y is per element; the one along the unit dimension is a scalar. */
         const float *bias_y = J->x_is_a ? v.bias_col : v.bias_row;
         const float *bias_1 = J->x_is_a ? v.bias_row : v.bias_col;
-        const vx_gemv_store st = {g->alpha, g->beta, g->epilogue && bias_y ? bias_y + lo : NULL,
-                                  g->epilogue && bias_1 ? bias_1[0] : 0.0f, g->epilogue && g->relu};
+        const vx_gemv_store st = {g->alpha, g->beta, ext_of(g)->epilogue && bias_y ? bias_y + lo : NULL,
+                                  ext_of(g)->epilogue && bias_1 ? bias_1[0] : 0.0f, ext_of(g)->epilogue && ext_of(g)->relu};
         float *y = v.c + lo * J->incy;
         if (J->dot) {
             const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
@@ -323,7 +328,7 @@ static void gemv_task(void *ctx, int tid, int nthreads)
  * with a strided x reads a contiguous copy of it (k floats per item). */
 static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_job *J, int *threads_used)
 {
-    const int64_t items = g->batch > 0 ? g->batch : 1;
+    const int64_t items = ext_of(g)->batch > 0 ? ext_of(g)->batch : 1;
     J->K = vx_gemv_kernels_for(plan->isa);
     const int64_t unit = J->dot ? J->K->dot_rows : J->K->axpy_cols;
     const int threads = plan->threads < 1 ? 1 : plan->threads;
@@ -368,9 +373,9 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
             fixed.mc = fixed.mr * 16;
             fixed.nc = fixed.nr * 16;
         }
-        if (fixed.path == VX_PATH_DIRECT && (g->b_cs != 1 || g->gather_b))
+        if (fixed.path == VX_PATH_DIRECT && (g->b_cs != 1 || ext_of(g)->gather_b))
             fixed.path = VX_PATH_PACK_B;
-        if (g->gather_a)
+        if (ext_of(g)->gather_a)
             fixed.path = VX_PATH_PACKED;
         plan = &fixed;
     }
@@ -378,12 +383,12 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
     if (plan->family < 0 || plan->family >= set->nfamilies || plan->mr < 1 ||
         plan->mr > set->families[plan->family].mr_max)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: invalid plan (family %d, mr %d)", plan->family, plan->mr);
-    if (plan->path == VX_PATH_DIRECT && (g->b_cs != 1 || g->gather_b))
+    if (plan->path == VX_PATH_DIRECT && (g->b_cs != 1 || ext_of(g)->gather_b))
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows in place");
-    if (plan->path != VX_PATH_PACKED && g->gather_a)
+    if (plan->path != VX_PATH_PACKED && ext_of(g)->gather_a)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: a gathered A needs the packed plan");
     job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0 };
-    const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * (g->batch > 0 ? g->batch : 1);
+    const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * (ext_of(g)->batch > 0 ? ext_of(g)->batch : 1);
     const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : (int)cells;
     /* All packing memory is taken before anything is written, so running out
      * of it leaves C untouched. 16 floats of slack keep slices 64-byte aligned. */

@@ -26,6 +26,17 @@ typedef struct vx_gather {
 /* Offsets (in floats) of batch item i = outer * inner_count + inner. */
 typedef struct { int64_t outer, inner; } vx_batch_stride;
 
+/* What a convolution adds to a GEMM: gathered operands, a batch of items
+ * and a fused epilogue. A plain GEMM has none (vx_gemm_args.ext == NULL),
+ * so its call builds and copies only the small struct below. */
+typedef struct {
+    const vx_gather *gather_a, *gather_b; /* non-NULL: the operand is gathered (a/b unused) */
+    int64_t batch, batch_inner;           /* items = batch (0 means 1); item splits by batch_inner */
+    vx_batch_stride a_bs, b_bs, c_bs, bias_bs;
+    const float *bias_row, *bias_col;     /* epilogue bias per row of C / per column, or NULL */
+    int relu, epilogue;                   /* epilogue != 0: apply bias/relu after the last K block */
+} vx_gemm_ext;
+
 /* C[i][j] = alpha * sum_p A[i][p] B[p][j] + beta * C[i][j], with
  * A[i][p] = a[i*a_rs + p*a_cs], B[p][j] = b[p*b_rs + j*b_cs], C[i][j] = c[i*c_rs + j].
  * m, n, k >= 1 (the API handles the empty cases). */
@@ -38,12 +49,7 @@ typedef struct {
     int64_t b_rs, b_cs;
     float *c;
     int64_t c_rs;
-    /* Extensions (all zero for a plain GEMM). */
-    const vx_gather *gather_a, *gather_b; /* non-NULL: the operand is gathered (a/b unused) */
-    int64_t batch, batch_inner;           /* items = batch (0 means 1); item splits by batch_inner */
-    vx_batch_stride a_bs, b_bs, c_bs, bias_bs;
-    const float *bias_row, *bias_col;     /* epilogue bias per row of C / per column, or NULL */
-    int relu, epilogue;                   /* epilogue != 0: apply bias/relu after the last K block */
+    const vx_gemm_ext *ext; /* NULL for a plain GEMM */
 } vx_gemm_args;
 
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */
