@@ -631,3 +631,33 @@ Test(tune, default_path_follows_the_environment)
               "8-byte buffer: expected 0 and \"\" for /home/someone/.cache/vortex/tune.json, found %d and \"%.8s\"",
               ok, small);
 }
+
+/* A kernel's per-call cost comes from the short calls, its per-step cost
+ * from the long ones: a line through all of them let one noisy long point
+ * swing the intercept. Here the long points carry +-3% noise that moves a
+ * plain least-squares intercept by tens of ns; the call fit still returns
+ * the short calls' cost to within the noise they carry themselves. */
+Test(tune, call_fit_takes_o_from_the_short_calls)
+{
+    const double o_true = 25.0, p_true = 3.5;
+    const double x[5] = { 4, 12, 32, 128, 384 };
+    const double noise[5] = { 0.0, 0.5, 1.03, 0.97, 1.03 };
+    double y[5];
+    for (int i = 0; i < 5; i++)
+        y[i] = i < 2 ? o_true + p_true * x[i] + noise[i] : (o_true + p_true * x[i]) * noise[i];
+    double o_line, p_line, o, p;
+    vx_tune_fit_line(x, y, 5, &o_line, &p_line);
+    vx_tune_fit_call(x, y, 5, 2, &o, &p);
+    cr_expect(fabs(o_line - o_true) > 5.0, "the plain line was expected to miss o (got %g)", o_line);
+    cr_expect(fabs(p - p_true) < 0.1 * p_true, "slope %g, want about %g", p, p_true);
+    cr_expect(fabs(o - o_true) < 2.0, "call cost %g, want about %g", o, o_true);
+    /* noise only adds time: a slow short call does not raise o above the fast one */
+    y[1] += 40.0;
+    vx_tune_fit_call(x, y, 5, 2, &o, &p);
+    cr_expect(fabs(o - o_true) < 2.0, "call cost %g after a slow short call, want about %g", o, o_true);
+    /* never negative */
+    for (int i = 0; i < 2; i++)
+        y[i] = 0.5 * p_true * x[i];
+    vx_tune_fit_call(x, y, 5, 2, &o, &p);
+    cr_expect(o == 0.0, "call cost %g, want 0 when short calls run under the slope", o);
+}

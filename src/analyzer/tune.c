@@ -186,3 +186,15 @@ void vx_tune_fit_line(const double *x, const double *y, int n, double *o, double
     *o = icpt;
     *p = slope;
 }
+
+void vx_tune_fit_call(const double *x, const double *y, int n, int n_short, double *o, double *p)
+{
+    double icpt, slope;
+    vx_tune_fit_line(x + n_short, y + n_short, n - n_short, &icpt, &slope);
+    double least = y[0] - slope * x[0];
+    for (int i = 1; i < n_short; i++)
+        if (y[i] - slope * x[i] < least)
+            least = y[i] - slope * x[i];
+    *o = least > 0 ? least : 0;
+    *p = slope;
+}

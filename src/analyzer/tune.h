@@ -126,6 +126,11 @@ double vx_tune_median(double *v, int n);
 /* The least-squares line y = o + p*x through n >= 2 points; a slope
  * <= 1e-6 falls back to the last point's y / x, a negative o to 0. */
 void vx_tune_fit_line(const double *x, const double *y, int n, double *o, double *p);
+/* A call's cost t(x) = o + p*x from n points whose first n_short are short
+ * calls (1 <= n_short <= n - 2): p is the least-squares slope through the
+ * others, o the least of the short points' y - p*x (noise only adds time),
+ * at least 0. */
+void vx_tune_fit_call(const double *x, const double *y, int n, int n_short, double *o, double *p);
 
 /* Tests and tools: make the next vx_tune_active() reload (not thread-safe
  * against concurrent calls). */
