@@ -508,6 +508,52 @@ VT_ISA_TEST(cost, far_apart_rows_reread_from_the_level_whose_sets_keep_them, TMO
               "the price %g -> %g ns", 3 * m0, u8, k8);
 }
 
+/* The first pass over B's far-apart rows, from a cache: when some level's
+ * sets keep a k block's rows, they stream at the home level's rate (the
+ * kernels fetch B rows ahead); the measured strided-stream rate (rows 8 KiB
+ * apart, which alias) stays for rows no level keeps and for B in the last
+ * level. 6x1294x356 on 2 Zen 1 cores: priced 150 us in place at the
+ * strided rate, ran 104 (the packed plan it lost to ran 205; NOTES.md).
+ * One row tile, so only the first pass differs. */
+VT_ISA_TEST(cost, far_apart_rows_kept_by_a_cache_stream_at_its_rate, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    cr_assert(d.nmem >= 3, "%d memory levels", d.nmem);
+    const int l1 = in_place_with_kc(&d, &c, 256, 64), g11 = grid_of(&c, 1, 1);
+    const int m0 = c.l0[c.l1[l1].l0].m, lv = d.nmem - 2;
+    /* B (up to 3 MiB) lives in the level before the last, which reads twice
+     * as fast as the last and faster than the strided stream */
+    d.mem[lv].bytes = (int64_t)64 << 20;
+    d.mem[lv].bw = 2.0 * d.mem[d.nmem - 1].bw * d.units;
+    d.bw_stride_stream = d.mem[d.nmem - 1].bw / 4;
+    vx_device_desc known = d, unknown = d;
+    set_geometry(&known, 1);
+    set_geometry(&unknown, 0);
+    const vx_problem p5 = {.m = m0, .n = 1294, .k = 256, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const vx_problem p8 = {.m = m0, .n = 2048, .k = 256, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const double k5 = vx_cost_price(&known, &c, &p5, l1, g11), u5 = vx_cost_price(&unknown, &c, &p5, l1, g11);
+    const double k8 = vx_cost_price(&known, &c, &p8, l1, g11), u8 = vx_cost_price(&unknown, &c, &p8, l1, g11);
+    /* the same rows with B in the last level: the strided rate stays */
+    vx_device_desc known_far = known, unknown_far = unknown;
+    known_far.mem[lv].bytes = unknown_far.mem[lv].bytes = 4096;
+    const double kf = vx_cost_price(&known_far, &c, &p5, l1, g11), uf = vx_cost_price(&unknown_far, &c, &p5, l1, g11);
+    vx_candidates_free(&c);
+    /* 1294 x 256 floats once at the home rate instead of the strided one:
+     * at least half of the difference comes off (the home rate is the
+     * level's share for one of the units) */
+    const double b_bytes = (double)d.elem_bytes * 1294 * 256;
+    const double least = 0.5 * b_bytes * (1.0 / d.bw_stride_stream - 1.0 / d.mem[lv].bw);
+    cr_assert(k5 > 0 && u5 - k5 > least, "%dx1294x256, rows 5 KiB apart that L1's and L2's sets keep, B in a "
+              "cache: the first pass should come off the strided rate (%g -> %g ns, want at least %g less)",
+              m0, u5, k5, least);
+    cr_assert(k8 > 0 && k8 == u8, "%dx2048x256, rows 8 KiB apart: no level keeps them, yet the geometry moved "
+              "the price %g -> %g ns", m0, u8, k8);
+    cr_assert(kf > 0 && kf == uf, "%dx1294x256 with B in the last level: the geometry moved the price %g -> %g ns",
+              m0, uf, kf);
+}
+
 /* Panels narrower than a line share each line with the next panel; when
  * no level keeps a k block's lines until then, every panel fetches them
  * whole again (13x4096x4096 on 2 Zen 1 cores: the 8-wide tile read in place
