@@ -169,13 +169,12 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         # group at base + j * a_rs (addressed as base + a_rs * 4 or * 8),
         # each pointer stepped by a_cs per k step. Per-row offsets held
         # m - 1 registers more; with the unrolled B row offsets GCC spilled
-        # them and reloaded one from the stack per broadcast.
+        # them and reloaded one from the stack per broadcast. (In-place B
+        # keeps its unrolled row offsets: stepping b per k step as well ran
+        # 2x6144x2048 from DRAM, one thread, in 6.2-7.0 ms against 5.7-6.1,
+        # and small calls no faster.)
         for g in range((m + A_GROUP - 1) // A_GROUP):
             L.append(f"    const float *ag{g} = a + {g * A_GROUP} * a_rs;")
-    if not b_packed:
-        # In-place B: b steps by b_rs per k step; the prefetch runs
-        # B_PREFETCH_ROWS rows ahead of it.
-        L.append(f"    const int64_t b_ahead = {B_PREFETCH_ROWS} * b_rs;")
     # Warm the C tile while the K loop runs: its rows are far apart.
     for i in range(m):
         for v in range(0, V, max(1, 64 // (4 * I.w))):
@@ -190,15 +189,14 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
     def b_ptr(v, u):
         if b_packed:
             return f"b + {u * nr + v * I.w}"
-        return f"b + {v * I.w}"
+        uo = f"{u} * b_rs + " if u else ""
+        return f"b + {uo}{v * I.w}"
 
     def advance_in_place(indent):
         """After a k step: the in-place operands' pointers move one step."""
         out = []
         if not a_packed:
             out.append(indent + " ".join(f"ag{g} += a_cs;" for g in range((m + A_GROUP - 1) // A_GROUP)))
-        if not b_packed:
-            out.append(f"{indent}b += b_rs;")
         return out
 
     def advance_packed(steps, indent):
@@ -206,8 +204,7 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         parts = []
         if a_packed:
             parts.append(f"a += {steps * m};")
-        if b_packed:
-            parts.append(f"b += {steps * nr};")
+        parts.append(f"b += {steps * nr};" if b_packed else f"b += {steps} * b_rs;")
         return [indent + " ".join(parts)] if parts else []
 
     def step(u, live, masked, indent):
@@ -220,7 +217,8 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
             # In-place B rows are ldb apart: too far for the hardware stride
             # prefetcher, so fetch B_PREFETCH_ROWS rows ahead by hand.
             for v in range(0, live, max(1, 16 // I.w)):
-                out.append(f"{indent}__builtin_prefetch(b + b_ahead + {v * I.w}, 0, 3);")
+                uo = f"({u} + {B_PREFETCH_ROWS}) * b_rs"
+                out.append(f"{indent}__builtin_prefetch(b + {uo} + {v * I.w}, 0, 3);")
         for v in range(live):
             ptr = b_ptr(v, u)
             ld = I.mload(v, ptr) if masked and v == live - 1 else I.load(ptr)
