@@ -17,6 +17,9 @@ static const vx_gemm_ext k_no_ext;
 
 static inline const vx_gemm_ext *ext_of(const vx_gemm_args *g) { return g->ext ? g->ext : &k_no_ext; }
 
+/* Batch items the call runs (a plain GEMM: one). */
+static inline int64_t items_of(const vx_gemm_args *g) { return ext_of(g)->batch > 0 ? ext_of(g)->batch : 1; }
+
 typedef struct {
     const vx_gemm_args *g;
     const vx_gemm_plan *plan;
@@ -43,13 +46,14 @@ static int64_t item_off(const vx_gemm_args *g, vx_batch_stride s, int64_t item)
 
 static item_view view_of(const vx_gemm_args *g, int64_t item)
 {
+    const vx_gemm_ext *x = ext_of(g);
     item_view v;
     v.item = item;
-    v.a = g->a ? g->a + item_off(g, ext_of(g)->a_bs, item) : NULL;
-    v.b = g->b ? g->b + item_off(g, ext_of(g)->b_bs, item) : NULL;
-    v.c = g->c + item_off(g, ext_of(g)->c_bs, item);
-    v.bias_row = ext_of(g)->bias_row ? ext_of(g)->bias_row + item_off(g, ext_of(g)->bias_bs, item) : NULL;
-    v.bias_col = ext_of(g)->bias_col ? ext_of(g)->bias_col + item_off(g, ext_of(g)->bias_bs, item) : NULL;
+    v.a = g->a ? g->a + item_off(g, x->a_bs, item) : NULL;
+    v.b = g->b ? g->b + item_off(g, x->b_bs, item) : NULL;
+    v.c = g->c + item_off(g, x->c_bs, item);
+    v.bias_row = x->bias_row ? x->bias_row + item_off(g, x->bias_bs, item) : NULL;
+    v.bias_col = x->bias_col ? x->bias_col + item_off(g, x->bias_bs, item) : NULL;
     return v;
 }
 
@@ -69,8 +73,9 @@ static const vx_epilogue *epilogue_at(const vx_gemm_args *g, const item_view *v,
 static void load_a(const vx_gemm_args *g, const item_view *v, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
                    int mr, float *out)
 {
-    if (ext_of(g)->gather_a)
-        ext_of(g)->gather_a->pack(ext_of(g)->gather_a, v->item, i0, mb, p0, kb, mr, out);
+    const vx_gather *gather = ext_of(g)->gather_a;
+    if (gather)
+        gather->pack(gather, v->item, i0, mb, p0, kb, mr, out);
     else
         vx_pack_a(mb, kb, v->a + i0 * g->a_rs + p0 * g->a_cs, g->a_rs, g->a_cs, mr, out);
 }
@@ -78,8 +83,9 @@ static void load_a(const vx_gemm_args *g, const item_view *v, int64_t i0, int64_
 static void load_b(const vx_gemm_args *g, const item_view *v, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
                    int nr, float *out)
 {
-    if (ext_of(g)->gather_b)
-        ext_of(g)->gather_b->pack(ext_of(g)->gather_b, v->item, p0, kb, j0, nb, nr, out);
+    const vx_gather *gather = ext_of(g)->gather_b;
+    if (gather)
+        gather->pack(gather, v->item, p0, kb, j0, nb, nr, out);
     else
         vx_pack_b(kb, nb, v->b + p0 * g->b_rs + j0 * g->b_cs, g->b_rs, g->b_cs, nr, out);
 }
@@ -216,7 +222,7 @@ static void task(void *ctx, int tid, int nthreads)
     job *J = ctx;
     const vx_gemm_plan *P = J->plan;
     const int grid = P->threads_m * P->threads_n;
-    const int64_t cells = (int64_t)grid * (ext_of(J->g)->batch > 0 ? ext_of(J->g)->batch : 1);
+    const int64_t cells = (int64_t)grid * items_of(J->g);
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
     (void)nthreads;
@@ -297,7 +303,7 @@ static void gemv_task(void *ctx, int tid, int nthreads)
 {
     gemv_job *J = ctx;
     const vx_gemm_args *g = J->g;
-    const int64_t cells = J->chunks * (ext_of(g)->batch > 0 ? ext_of(g)->batch : 1);
+    const int64_t cells = J->chunks * items_of(g);
     (void)tid;
     (void)nthreads;
     for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
@@ -312,8 +318,9 @@ static void gemv_task(void *ctx, int tid, int nthreads)
         /* The bias along y is per element; the one along the unit dimension is a scalar. */
         const float *bias_y = J->x_is_a ? v.bias_col : v.bias_row;
         const float *bias_1 = J->x_is_a ? v.bias_row : v.bias_col;
-        const vx_gemv_store st = {g->alpha, g->beta, ext_of(g)->epilogue && bias_y ? bias_y + lo : NULL,
-                                  ext_of(g)->epilogue && bias_1 ? bias_1[0] : 0.0f, ext_of(g)->epilogue && ext_of(g)->relu};
+        const int ep = ext_of(g)->epilogue;
+        const vx_gemv_store st = {g->alpha, g->beta, ep && bias_y ? bias_y + lo : NULL,
+                                  ep && bias_1 ? bias_1[0] : 0.0f, ep && ext_of(g)->relu};
         float *y = v.c + lo * J->incy;
         if (J->dot) {
             const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
@@ -328,7 +335,7 @@ static void gemv_task(void *ctx, int tid, int nthreads)
  * with a strided x reads a contiguous copy of it (k floats per item). */
 static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_job *J, int *threads_used)
 {
-    const int64_t items = ext_of(g)->batch > 0 ? ext_of(g)->batch : 1;
+    const int64_t items = items_of(g);
     J->K = vx_gemv_kernels_for(plan->isa);
     const int64_t unit = J->dot ? J->K->dot_rows : J->K->axpy_cols;
     const int threads = plan->threads < 1 ? 1 : plan->threads;
@@ -388,7 +395,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
     if (plan->path != VX_PATH_PACKED && ext_of(g)->gather_a)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: a gathered A needs the packed plan");
     job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0 };
-    const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * (ext_of(g)->batch > 0 ? ext_of(g)->batch : 1);
+    const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * items_of(g);
     const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : (int)cells;
     /* All packing memory is taken before anything is written, so running out
      * of it leaves C untouched. 16 floats of slack keep slices 64-byte aligned. */
