@@ -200,12 +200,11 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         return out
 
     def advance_packed(steps, indent):
-        """After `steps` k steps: the packed operands' pointers move past them."""
-        parts = []
-        if a_packed:
-            parts.append(f"a += {steps * m};")
+        """After `steps` k steps: the packed A and the (packed or in-place) B
+        pointers move past them; in-place A moves per step."""
+        parts = [f"a += {steps * m};"] if a_packed else []
         parts.append(f"b += {steps * nr};" if b_packed else f"b += {steps} * b_rs;")
-        return [indent + " ".join(parts)] if parts else []
+        return [indent + " ".join(parts)]
 
     def step(u, live, masked, indent):
         """One k step over the first `live` vectors of the tile; with

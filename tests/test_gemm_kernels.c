@@ -263,12 +263,7 @@ static void forced_tile(vx_isa isa, vx_path path)
     for (int f = 0; f < set->nfamilies; f++) {
         const int nr = set->families[f].nr;
         for (int m = 1; m <= set->families[f].mr_max; m++) {
-            vx_gemm_plan o;
-            memset(&o, 0, sizeof o);
-            o.path = path;
-            o.nr = nr;
-            o.mr = m;
-            vx_plan_set_override(&o);
+            vx_plan_set_override(&(vx_gemm_plan){ .path = path, .nr = nr, .mr = m });
             char tag[128];
             snprintf(tag, sizeof tag, "isa=%s forced path=%s nr=%d mr=%d (1 thread)",
                      vt_isa_name(isa), path_name(path), nr, m);
@@ -313,15 +308,8 @@ VT_ISA_TEST(forced_blocking, small_blocks, TMO)
         for (int g = 0; g < 3; g++) {
             int mr = cfg[g].mr;
             int64_t mc = cfg[g].mcx * mr, kc = cfg[g].kc, nc = cfg[g].ncx * nr;
-            vx_gemm_plan o;
-            memset(&o, 0, sizeof o);
-            o.path = VX_PATH_PACKED;
-            o.nr = nr;
-            o.mr = mr;
-            o.mc = mc;
-            o.kc = kc;
-            o.nc = nc;
-            vx_plan_set_override(&o);
+            vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_PACKED, .nr = nr, .mr = mr, .mc = mc, .kc = kc,
+                                                   .nc = nc });
             char tag[160];
             snprintf(tag, sizeof tag,
                      "isa=%s forced packed nr=%d mr=%d mc=%lld kc=%lld nc=%lld (1 thread)",
@@ -368,16 +356,8 @@ VT_ISA_TEST(forced_blocking, direct_ragged_edge_over_k_blocks, TMO)
         for (int f = 0; f < set->nfamilies; f++) {
             const int nr = set->families[f].nr, mr = set->families[f].mr_max;
             for (int kc = 5; kc <= 16; kc += 11) {
-                vx_gemm_plan o;
-                memset(&o, 0, sizeof o);
-                o.path = VX_PATH_DIRECT;
-                o.nr = nr;
-                o.mr = mr;
-                o.kc = kc;
-                o.threads_m = 1;
-                o.threads_n = threads;
-                o.threads = threads;
-                vx_plan_set_override(&o);
+                vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_DIRECT, .nr = nr, .mr = mr, .kc = kc,
+                                                       .threads_m = 1, .threads_n = threads, .threads = threads });
                 char tag[160];
                 snprintf(tag, sizeof tag, "isa=%s forced direct nr=%d mr=%d kc=%d grid 1x%d", vt_isa_name(vt_isa),
                          nr, mr, kc, threads);
@@ -517,10 +497,7 @@ Test(planner, memo_follows_budget_and_override)
     cr_assert(plan_eq(&again, &p2), "a repeated shape got a different plan");
 
     const int other_nr = set->families[0].nr == p2.nr ? set->families[1].nr : set->families[0].nr;
-    vx_gemm_plan o;
-    memset(&o, 0, sizeof o);
-    o.nr = other_nr;
-    vx_plan_set_override(&o);
+    vx_plan_set_override(&(vx_gemm_plan){ .nr = other_nr });
     vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &forced);
     vx_plan_set_override(NULL);
     cr_assert_eq(forced.nr, other_nr, "an override set after the shape was planned was ignored "
@@ -534,17 +511,8 @@ Test(planner, override_applies)
 {
     const vx_ukernel_set *set = vx_ukernels(VX_ISA_AVX2);
     const vx_ukernel_family *fam = &set->families[set->nfamilies - 1];
-    vx_gemm_plan o;
-    memset(&o, 0, sizeof o);
-    o.path = VX_PATH_PACKED;
-    o.nr = fam->nr;
-    o.mr = 1;
-    o.mc = 3;
-    o.kc = 5;
-    o.nc = 2 * fam->nr;
-    o.threads_m = 2;
-    o.threads_n = 1;
-    vx_plan_set_override(&o);
+    vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_PACKED, .nr = fam->nr, .mr = 1, .mc = 3, .kc = 5,
+                                           .nc = 2 * fam->nr, .threads_m = 2, .threads_n = 1 });
     vx_gemm_shape sh = {300, 300, 300, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     vx_gemm_plan p;
     vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &p);

@@ -81,6 +81,7 @@ static void query_tlb(vx_hw_info *h)
     }
     h->tlb_4k_entries = best;
     h->tlb_4k_ways = best > 0 && ways > 0 && best % ways == 0 ? ways : 0;
+    h->tlb_4k_sets = h->tlb_4k_ways > 0 ? best / h->tlb_4k_ways : 0;
 }
 
 static void query_model(vx_hw_info *h)

@@ -19,6 +19,7 @@ typedef struct {
     int line_bytes;          /* cache line, 0 when unknown */
     int tlb_4k_entries;      /* entries of the largest data TLB for 4 KiB pages, 0 when unknown */
     int tlb_4k_ways;         /* its associativity (= entries when fully associative) */
+    int tlb_4k_sets;         /* entries / ways, 0 when either is unknown */
     int has_avx2_fma;        /* AVX2 + FMA3, with OS support for ymm state */
     int has_avx512;          /* AVX-512 F/BW/VL/DQ, with OS support for zmm state */
     int has_avx512_bf16;

@@ -110,7 +110,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     const long page = sysconf(_SC_PAGESIZE);
     d->page_bytes = page > 0 ? page : 4096;
     d->tlb_ways = hw->tlb_4k_ways;
-    d->tlb_sets = hw->tlb_4k_ways > 0 ? hw->tlb_4k_entries / hw->tlb_4k_ways : 0;
+    d->tlb_sets = hw->tlb_4k_sets;
     d->copy_b_narrow_ns[0] = tu->pack_b_narrow_ns[0];
     d->copy_b_narrow_ns[1] = tu->pack_b_narrow_ns[1];
     d->buffer_level_a = 1;

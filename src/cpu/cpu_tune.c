@@ -417,7 +417,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
          * NOTES.md). Unknown geometry: Zen 1's 1536 entries, 6 ways. */
         const size_t stride = 16384;
         const int ways = hw->tlb_4k_ways > 0 ? hw->tlb_4k_ways : 6;
-        const size_t sets = (size_t)(hw->tlb_4k_ways > 0 ? hw->tlb_4k_entries / hw->tlb_4k_ways : 256);
+        const size_t sets = (size_t)(hw->tlb_4k_sets > 0 ? hw->tlb_4k_sets : 256);
         const size_t distinct = sets * 4096 / stride > 0 ? sets * 4096 / stride : 1;
         size_t block = 2 * (size_t)ways * distinct, rows = 4 * block;
         if (rows * stride > big_bytes / 2)

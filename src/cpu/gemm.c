@@ -164,12 +164,14 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
  * two row tiles run faster masked (5x18x92 with 4x24: 1.50 us vs 1.63
  * copied; 4x18x48 with 3x24: 0.79 vs 0.88), three or more faster copied
  * (13x20x64 with 3x24: 2.40 vs 1.89; 30x10x12 with 4x16: 1.04 vs 0.84).
- * AVX-512 masks loads for free. */
+ * AVX-512 masks loads for free. `rows`: the rows of the cell (or, to
+ * size the workspace, of the whole problem, which no cell exceeds). */
 enum { EDGE_COPY_MIN_ROW_TILES = 3 };
 
-static int copies_edge_panel(const vx_gemm_plan *P, const vx_gemm_args *g)
+static int copies_edge_panel(const vx_gemm_plan *P, const vx_gemm_args *g, int64_t rows)
 {
-    return P->path == VX_PATH_DIRECT && P->isa == VX_ISA_AVX2 && g->n % P->nr != 0;
+    return P->path == VX_PATH_DIRECT && P->isa == VX_ISA_AVX2 &&
+           rows > (EDGE_COPY_MIN_ROW_TILES - 1) * (int64_t)P->mr && g->n % P->nr != 0;
 }
 
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
@@ -188,8 +190,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
-    const int copy_edge = !pack_b && m1 - m0 > (EDGE_COPY_MIN_ROW_TILES - 1) * mr &&
-                          copies_edge_panel(J->plan, g);
+    const int copy_edge = !pack_b && copies_edge_panel(J->plan, g, m1 - m0);
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -404,7 +405,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         block_sizes(g, plan, &mc, &kc, &nc);
         J.ws_a = (size_t)(mc * kc + 15) & ~(size_t)15;
         J.ws_b = (size_t)(kc * nc + 15) & ~(size_t)15;
-    } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g)) {
+    } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g, g->m)) {
         J.ws_b = (size_t)(min64(plan->kc, g->k) * plan->nr + 15) & ~(size_t)15;
     }
     if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)threads * (J.ws_a + J.ws_b))))
