@@ -19,9 +19,11 @@ static int valid_trans(vx_transpose t) { return t == VX_NO_TRANS || t == VX_TRAN
 static const char *trans_name(vx_transpose t) { return t == VX_TRANS ? "T" : "N"; }
 
 /* A stored rows x cols matrix with leading dimension ld must have
- * ld >= max(1, cols), and its last element's byte offset must fit int64. */
-static vx_status check_matrix(const char *fn, const char *name, const void *p, int64_t rows, int64_t cols,
-                              int64_t ld, const char *ld_name, int elem)
+ * ld >= max(1, cols), and its last element's byte offset must fit int64.
+ * Inlined: every call checks three matrices. */
+static inline __attribute__((always_inline)) vx_status check_matrix(const char *fn, const char *name, const void *p,
+                                                                    int64_t rows, int64_t cols, int64_t ld,
+                                                                    const char *ld_name, int elem)
 {
     const int64_t need = cols > 1 ? cols : 1;
     if (ld < need)
@@ -29,9 +31,13 @@ static vx_status check_matrix(const char *fn, const char *name, const void *p, i
                        "so %s must be >= %lld", fn, ld_name, (long long)ld, name, (long long)rows,
                        (long long)cols, ld_name, (long long)need);
     if (rows > 0 && cols > 0) {
+        /* With rows and ld below 2^30 (both >= 0 here, cols <= ld), the
+         * last byte offset is below 4 * 2^60: only larger ones need the
+         * overflow checks. */
         int64_t last, bytes;
-        if (__builtin_mul_overflow(rows - 1, ld, &last) || __builtin_add_overflow(last, cols, &last) ||
-            __builtin_mul_overflow(last, (int64_t)elem, &bytes))
+        if (((uint64_t)rows | (uint64_t)ld) >> 30 &&
+            (__builtin_mul_overflow(rows - 1, ld, &last) || __builtin_add_overflow(last, cols, &last) ||
+             __builtin_mul_overflow(last, (int64_t)elem, &bytes)))
             return vx_fail(VX_ERR_INVALID_ARG, "%s: %s (%lld x %lld, %s = %lld) spans more than "
                            "2^63 bytes", fn, name, (long long)rows, (long long)cols, ld_name, (long long)ld);
         if (!p)
@@ -89,8 +95,9 @@ vx_cuda_gemm_args vx_cuda_canonical(vx_layout layout, vx_transpose transa, vx_tr
 }
 
 /* dyn_gemm and dyn_gemm_ex: checks, routing (host or device memory), the
- * canonical row-major problem, the run, the verbose line. */
-static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose transb,
+ * canonical row-major problem, the run, the verbose line. Inlined into
+ * both, so dyn_gemm's constant types and math mode fold away its checks. */
+static inline __attribute__((always_inline)) vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose transb,
                           int64_t m, int64_t n, int64_t k, float alpha,
                           const void *a, vx_dtype at, int64_t lda, const void *b, vx_dtype bt, int64_t ldb,
                           float beta, void *c, vx_dtype ct, int64_t ldc, vx_math_mode math)
@@ -167,10 +174,10 @@ static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa,
     char desc[160]; /* filled only for the verbose line: zeroing it cost a `rep stos` a call */
     desc[0] = '\0';
     int threads = 1;
-    /* One canonical problem (C row-major) for either backend. */
-    const vx_cuda_gemm_args cg = vx_cuda_canonical(layout, transa, transb, m, n, k, alpha, a, at, lda,
-                                                   b, ldb, beta, c, ct, ldc, math);
     if (on_gpu) {
+        /* One canonical problem (C row-major) for the device backend. */
+        const vx_cuda_gemm_args cg = vx_cuda_canonical(layout, transa, transb, m, n, k, alpha, a, at, lda,
+                                                       b, ldb, beta, c, ct, ldc, math);
         if ((s = vx_cuda_gemm(&cg, desc, sizeof desc)) != VX_OK)
             return s;
         threads = 0;
@@ -179,22 +186,30 @@ static vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa,
         if (isa < 0)
             return vx_fail(VX_ERR_UNSUPPORTED, "%s: this CPU has neither AVX2+FMA nor AVX-512; "
                            "Vortex needs one of them", fn);
-        /* The canonical problem as the strides the CPU driver takes. */
-        vx_gemm_args g = {0};
-        g.alpha = alpha;
-        g.beta = beta;
-        g.c = c;
-        g.c_rs = ldc;
-        g.m = cg.m; g.n = cg.n; g.k = k;
-        g.a = cg.a; g.a_rs = cg.a_kcontig ? cg.lda : 1; g.a_cs = cg.a_kcontig ? 1 : cg.lda;
-        g.b = cg.b; g.b_rs = cg.b_kcontig ? 1 : cg.ldb; g.b_cs = cg.b_kcontig ? cg.ldb : 1;
+        /* The canonical problem (C row-major, as vx_cuda_canonical frames it)
+         * as the strides the CPU driver takes; written field by field, since
+         * a zeroed struct plus stores cost a `rep stos` a call. */
+        const int a_kcontig = rm ? !ta : !tb, b_kcontig = rm ? tb : ta;
+        const int64_t la = rm ? lda : ldb, lb = rm ? ldb : lda;
+        const vx_gemm_args g = {
+            .m = rm ? m : n, .n = rm ? n : m, .k = k,
+            .alpha = alpha, .beta = beta,
+            .a = (const float *)(rm ? a : b), .a_rs = a_kcontig ? la : 1, .a_cs = a_kcontig ? 1 : la,
+            .b = (const float *)(rm ? b : a), .b_rs = b_kcontig ? 1 : lb, .b_cs = b_kcontig ? lb : 1,
+            .c = (float *)c, .c_rs = ldc, .ext = NULL,
+        };
         if (!reads_ab) {
             scale_c(g.m, g.n, beta, g.c, g.c_rs);
             memcpy(desc, "scale", sizeof "scale");
         } else {
-            vx_gemm_shape shape = { g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, vx_pool_warm(), 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+            /* Whether the pool's workers still spin matters only to a
+             * budget of more than one thread. */
+            const int budget = vx_threads();
+            const vx_gemm_shape shape = { .m = g.m, .n = g.n, .k = g.k, .b_unit_stride = g.b_cs == 1,
+                                          .a_unit_stride = g.a_cs == 1,
+                                          .pool_warm = budget > 1 ? vx_pool_warm() : 0 };
             vx_gemm_plan plan;
-            vx_plan_gemm(&shape, (vx_isa)isa, vx_threads(), &plan);
+            vx_plan_gemm(&shape, (vx_isa)isa, budget, &plan);
             if ((s = vx_cpu_gemm(&g, &plan, &threads)) != VX_OK)
                 return s;
             if (verbose)

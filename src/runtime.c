@@ -16,6 +16,7 @@ static int g_verbose;
 static int g_default_threads = 1;
 static atomic_int g_user_threads; /* 0 = use the default */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static atomic_int g_ready; /* init has run: later calls skip pthread_once */
 
 static int parse_positive(const char *s, int *out)
 {
@@ -44,11 +45,19 @@ static void init(void)
     else if (t && *t && g_verbose)
         fprintf(stderr, "vortex: warning: VORTEX_NUM_THREADS=%s is not a count in 1..%d; using %d\n",
                 t, MAX_THREADS, g_default_threads);
+    atomic_store_explicit(&g_ready, 1, memory_order_release);
+}
+
+/* Every dyn_gemm asks for the settings: after the first, one load. */
+static inline void ensure_init(void)
+{
+    if (!atomic_load_explicit(&g_ready, memory_order_acquire))
+        pthread_once(&g_once, init);
 }
 
 int vx_verbose(void)
 {
-    pthread_once(&g_once, init);
+    ensure_init();
     return g_verbose;
 }
 
@@ -79,7 +88,7 @@ void vx_warn(const char *fmt, ...)
 
 int vx_threads(void)
 {
-    pthread_once(&g_once, init);
+    ensure_init();
     int u = atomic_load_explicit(&g_user_threads, memory_order_relaxed);
     return u > 0 ? u : g_default_threads;
 }

@@ -41,24 +41,34 @@ static slot *slot_of(const uint64_t w[KEY_WORDS])
     return &g_slots[(h ^ (h >> 29)) % SLOTS];
 }
 
+/* A hit copies the slot word by word straight into *out: staging the
+ * words in a local array and copying that out with 16-byte moves failed
+ * store forwarding (~10 % of a small call's time on AMD Zen 1). */
+_Static_assert(sizeof(vx_gemm_plan) % 8 == 0, "plans are copied in 8-byte words");
+
 int vx_plan_cache_get(const vx_plan_key *key, vx_gemm_plan *out)
 {
-    uint64_t w[KEY_WORDS], p[PLAN_WORDS];
+    uint64_t w[KEY_WORDS];
     pack_key(key, w);
     slot *s = slot_of(w);
     const uint64_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
-    if (s1 & 1)
-        return 0;
+    /* One branch for the key (the loops unroll; a hit is the common case). */
+    uint64_t differ = s1 & 1;
+#pragma GCC unroll 8
     for (int i = 0; i < KEY_WORDS; i++)
-        if (atomic_load_explicit(&s->key[i], memory_order_relaxed) != w[i])
-            return 0;
-    for (int i = 0; i < PLAN_WORDS; i++)
-        p[i] = atomic_load_explicit(&s->plan[i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1)
+        differ |= atomic_load_explicit(&s->key[i], memory_order_relaxed) ^ w[i];
+    if (differ)
         return 0;
-    memcpy(out, p, sizeof *out);
-    return 1;
+    /* On a torn read (seq moved) *out holds garbage and the caller, told
+     * "miss", overwrites it. */
+    unsigned char *dst = (unsigned char *)out;
+#pragma GCC unroll 16
+    for (int i = 0; i < PLAN_WORDS; i++) {
+        const uint64_t word = atomic_load_explicit(&s->plan[i], memory_order_relaxed);
+        memcpy(dst + 8 * i, &word, 8);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&s->seq, memory_order_relaxed) == s1;
 }
 
 void vx_plan_cache_put(const vx_plan_key *key, const vx_gemm_plan *pl)

@@ -13,7 +13,8 @@ typedef struct {
     int64_t items; /* a convolution's independent GEMM items (0 for a GEMM) */
 } vx_plan_key;
 
-/* Copy the cached plan for key into *out; 1 on a hit, 0 on a miss. */
+/* Copy the cached plan for key into *out; 1 on a hit, 0 on a miss (after
+ * which *out may hold anything: the caller fills it). */
 int vx_plan_cache_get(const vx_plan_key *key, vx_gemm_plan *out);
 
 /* Remember plan p for key, replacing whatever shared its slot. */

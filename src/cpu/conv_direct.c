@@ -195,10 +195,9 @@ static void dw_task(void *ctx, int tid, int nthreads)
     const dw_task_ctx *T = ctx;
     dw_job *J = T->J;
     (void)tid;
-    (void)nthreads;
     /* a few units per claim: enough to amortise the atomic, few enough to balance */
     const int64_t chunk = J->units >= 64 ? 4 : 1;
-    for (int64_t u0; (u0 = atomic_fetch_add_explicit(&J->next, chunk, memory_order_relaxed)) < J->units;) {
+    for (int64_t u0 = -chunk; (u0 = vx_pool_claim(&J->next, u0, chunk, nthreads)) < J->units;) {
         const int64_t u1 = min64(u0 + chunk, J->units);
         for (int64_t u = u0; u < u1; u++) {
             if (J->p->layout == VX_NHWC) {

@@ -225,8 +225,7 @@ static void task(void *ctx, int tid, int nthreads)
     const int grid = P->threads_m * P->threads_n;
     const int64_t cells = (int64_t)grid * J->p->groups;
     float *panel = J->ws + (size_t)tid * J->ws_panel;
-    (void)nthreads;
-    for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < cells;) {
+    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next, cell, 1, nthreads)) < cells;) {
         const int64_t g = cell / grid;
         const int rest = (int)(cell % grid);
         int64_t m0, m1, q0, q1;

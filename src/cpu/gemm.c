@@ -46,6 +46,8 @@ static int64_t item_off(const vx_gemm_args *g, vx_batch_stride s, int64_t item)
 
 static item_view view_of(const vx_gemm_args *g, int64_t item)
 {
+    if (!g->ext) /* a plain GEMM: its one item is the operands as given */
+        return (item_view){ .item = 0, .a = g->a, .b = g->b, .c = g->c };
     const vx_gemm_ext *x = ext_of(g);
     item_view v;
     v.item = item;
@@ -226,8 +228,7 @@ static void task(void *ctx, int tid, int nthreads)
     const int64_t cells = (int64_t)grid * items_of(J->g);
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
-    (void)nthreads;
-    for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
+    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
         /* A one-cell grid (most small calls) skips the divisions. */
         const int64_t item = grid == 1 ? cell : cell / grid;
         const int rest = grid == 1 ? 0 : (int)(cell % grid);
@@ -306,8 +307,7 @@ static void gemv_task(void *ctx, int tid, int nthreads)
     const vx_gemm_args *g = J->g;
     const int64_t cells = J->chunks * items_of(g);
     (void)tid;
-    (void)nthreads;
-    for (int64_t cell; (cell = atomic_fetch_add_explicit(&J->next_cell, 1, memory_order_relaxed)) < cells;) {
+    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
         const int64_t item = cell / J->chunks;
         const int64_t lo = (cell % J->chunks) * J->chunk;
         const int64_t n = min64(J->chunk, J->len - lo);

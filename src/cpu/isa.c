@@ -1,6 +1,7 @@
 #include "cpu/isa.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,15 +11,11 @@
 
 static int g_isa = -1;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static atomic_int g_chosen; /* choose has run: later calls skip pthread_once */
 
-static void choose(void)
+/* VORTEX_ISA=want, on a CPU whose best ISA is `best`. */
+static void apply_override(const char *want, const vx_hw_info *h, int best)
 {
-    const vx_hw_info *h = vx_hw();
-    int best = h->has_avx512 ? VX_ISA_AVX512 : h->has_avx2_fma ? VX_ISA_AVX2 : -1;
-    const char *want = getenv("VORTEX_ISA");
-    g_isa = best;
-    if (!want || !*want)
-        return;
     if (!strcmp(want, "avx2")) {
         if (h->has_avx2_fma)
             g_isa = VX_ISA_AVX2;
@@ -35,8 +32,20 @@ static void choose(void)
     }
 }
 
+static void choose(void)
+{
+    const vx_hw_info *h = vx_hw();
+    const int best = h->has_avx512 ? VX_ISA_AVX512 : h->has_avx2_fma ? VX_ISA_AVX2 : -1;
+    const char *want = getenv("VORTEX_ISA");
+    g_isa = best;
+    if (want && *want)
+        apply_override(want, h, best);
+    atomic_store_explicit(&g_chosen, 1, memory_order_release);
+}
+
 int vx_active_isa(void)
 {
-    pthread_once(&g_once, choose);
+    if (!atomic_load_explicit(&g_chosen, memory_order_acquire)) /* every call asks: one load after the first */
+        pthread_once(&g_once, choose);
     return g_isa;
 }

@@ -7,7 +7,19 @@
 #ifndef VX_CPU_THREADPOOL_H
 #define VX_CPU_THREADPOOL_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 typedef void (*vx_task_fn)(void *ctx, int tid, int nthreads);
+
+/* A task's next claim of `step` units from the shared counter *next, after
+ * its claim `prev` (-step before the first). A region run on one thread
+ * (nthreads == 1) counts on its own and leaves *next alone: each LOCK XADD
+ * costs ~9 ns on AMD Zen 1, and a small call makes two. */
+static inline int64_t vx_pool_claim(atomic_llong *next, int64_t prev, int64_t step, int nthreads)
+{
+    return nthreads == 1 ? prev + step : (int64_t)atomic_fetch_add_explicit(next, step, memory_order_relaxed);
+}
 
 /* Run fn(ctx, tid, n) for tid = 0..n-1 and wait; returns the n actually used
  * (1 when the pool is busy or a worker cannot be started). */
