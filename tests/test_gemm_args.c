@@ -278,6 +278,11 @@ Test(args, overflow)
     q = valid_call(VX_COL_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 1, T33, 1);
     q.ldc = T31;
     expect_invalid(&q, "ldc*(n-1)+m overflows int64 (col-major)");
+    /* the element offset fits int64 but its byte offset does not: rows =
+     * 2^30 + 1 (past the check's fast path, below 2^30 each), lda = 2^31 */
+    q = valid_call(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, ((int64_t)1 << 30) + 1, 1, 1);
+    q.lda = T31;
+    expect_invalid(&q, "4*(lda*(m-1)+k) overflows int64");
     /* ld itself huge */
     q = valid_call(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, 3, 3, 3);
     q.ldc = INT64_MAX;
