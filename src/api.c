@@ -148,6 +148,7 @@ static inline __attribute__((always_inline)) vx_status gemm_any(const char *fn, 
     /* Where the operands live. Only what the call reads counts: with k == 0
      * or alpha == 0, A and B are never touched (and may be NULL). */
     const int reads_ab = k > 0 && alpha != 0.0f;
+    const vx_call_settings set = vx_settings();
     int on_gpu = 0;
     if (vx_cuda_available()) {
         const int dc = vx_cuda_pointer_is_device(c);
@@ -169,7 +170,7 @@ static inline __attribute__((always_inline)) vx_status gemm_any(const char *fn, 
         return vx_fail(VX_ERR_UNSUPPORTED, "%s: %s operands in host memory are not supported: the CPU backend "
                        "is fp32 only (pass device memory to run on the GPU)", fn, dtype_name(at));
 
-    const int verbose = vx_verbose();
+    const int verbose = set.verbose;
     const double t0 = verbose ? now_us() : 0.0;
     char desc[160]; /* filled only for the verbose line: zeroing it cost a `rep stos` a call */
     desc[0] = '\0';
@@ -204,7 +205,7 @@ static inline __attribute__((always_inline)) vx_status gemm_any(const char *fn, 
         } else {
             /* Whether the pool's workers still spin matters only to a
              * budget of more than one thread. */
-            const int budget = vx_threads();
+            const int budget = set.threads;
             const vx_gemm_shape shape = { .m = g.m, .n = g.n, .k = g.k, .b_unit_stride = g.b_cs == 1,
                                           .a_unit_stride = g.a_cs == 1,
                                           .pool_warm = budget > 1 ? vx_pool_warm() : 0 };

@@ -93,6 +93,13 @@ int vx_threads(void)
     return u > 0 ? u : g_default_threads;
 }
 
+vx_call_settings vx_settings(void)
+{
+    ensure_init();
+    const int u = atomic_load_explicit(&g_user_threads, memory_order_relaxed);
+    return (vx_call_settings){ g_verbose, u > 0 ? u : g_default_threads };
+}
+
 VX_API int vx_get_num_threads(void)
 {
     return vx_threads();

@@ -13,4 +13,12 @@ void vx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * else the number of physical cores. */
 int vx_threads(void);
 
+/* Both of the above in one call (dyn_gemm reads them on every call; each
+ * call across files costs a small GEMM a few nanoseconds). */
+typedef struct {
+    int verbose;
+    int threads;
+} vx_call_settings;
+vx_call_settings vx_settings(void);
+
 #endif
