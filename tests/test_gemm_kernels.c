@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analyzer/plan.h"
+#include "cpu/gemv.h"
 #include "ref.h"
 #include "vt_isa.h"
 
@@ -416,7 +417,9 @@ static void check_plan(vx_isa isa)
                         cr_assert_eq(p.isa, isa, "isa field wrong: %s", d);
                         cr_assert(p.path == VX_PATH_PACKED || p.path == VX_PATH_PACK_B ||
                                       p.path == VX_PATH_DIRECT ||
-                                      (p.path == VX_PATH_GEMV && (sh.m == 1 || sh.n == 1)),
+                                      (p.path == VX_PATH_GEMV &&
+                                       (sh.m == 1 || sh.n == 1 ||
+                                        (sh.m <= VX_GEMV_ROWS_MAX && sh.b_unit_stride))),
                                   "path %d: %s", p.path, d);
                         /* A GEMV plan carries the best GEMM plan to fall back on. */
                         const vx_path gemm_path = p.path == VX_PATH_GEMV ? p.fallback : p.path;

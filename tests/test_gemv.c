@@ -1,12 +1,17 @@
-/* The matrix-vector path (m == 1 or n == 1; src/cpu/gemv.h):
+/* The matrix-vector path (m == 1 or n == 1, and the few-row form: m <=
+ * VX_GEMV_ROWS_MAX with unit-stride rows of B; src/cpu/gemv.h):
  *  - dyn_gemm forced onto it (vx_plan_set_override) for every layout and
  *    transpose, output lengths around the kernels' steps, k around the
  *    vector width, padded leading dimensions, alpha/beta incl. beta = 0 over
  *    NaN, one and two threads, both ISAs;
  *  - the kernels called directly with the fused store (bias per element, a
  *    scalar bias, ReLU) and strided y;
- *  - the planner ranks a GEMV plan for m == 1 / n == 1 only, and prices it
- *    below packing for a matrix that streams from memory. */
+ *  - the few-row kernel called directly (per-row stores, strided x rows)
+ *    and dyn_gemm forced onto it for m = 2..4 in every layout whose B rows
+ *    are unit-stride;
+ *  - the planner ranks a GEMV plan for m == 1 / n == 1 and few rows of a
+ *    B beyond L2 only, and prices it below packing for a matrix that
+ *    streams from memory. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +67,106 @@ static void sweep(vx_isa isa, int threads)
 
 VT_ISA_TEST(gemv, sweep_one_thread, TMO) { sweep(vt_isa, 1); }
 VT_ISA_TEST(gemv, sweep_two_threads, TMO) { sweep(vt_isa, 2); }
+
+/* The few-row form forced: m = 2..VX_GEMV_ROWS_MAX, lengths around the
+ * kernel's vector and block (NB_ROWS = 1024) edges, k around its passes.
+ * Layouts whose canonical B has unit-stride rows (row-major NN / TN,
+ * col-major NN / NT) run it; the others fall back to the GEMM plan it
+ * carries, and must be right too. */
+static void sweep_rows(vx_isa isa, int threads)
+{
+    static const int64_t lens[] = {2, 7, 8, 9, 33, 64, 65, 1023, 1025, 2100};
+    static const int64_t ks[] = {1, 2, 3, 5, 17};
+    static const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 0.3f}, {0.7f, 1.0f}};
+    char tag[64];
+    snprintf(tag, sizeof tag, "forced few-row gemv, %s, %d thread(s)", vt_isa_name(isa), threads);
+    force_gemv(threads);
+    int cases = 0;
+    for (int combo = 0; combo < 8; combo++)
+        for (int64_t m = 2; m <= VX_GEMV_ROWS_MAX; m++)
+            for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+                for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+                    const int v = (int)(cases++ % 3);
+                    vt_case c = vt_case_make(m, lens[li], ks[ki]);
+                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                    c.alpha = ab[v][0];
+                    c.beta = ab[v][1];
+                    c.cinit = c.beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
+                    c.lda_pad = (combo + li) % 3 == 0 ? 5 : 0;
+                    c.ldb_pad = (combo + ki) % 2 ? 3 : 0;
+                    c.ldc_pad = li % 2 ? 4 : 0;
+                    c.seed = 5000u + (uint64_t)cases;
+                    c.tag = tag;
+                    vt_check(&c);
+                }
+    vx_plan_set_override(NULL);
+}
+
+VT_ISA_TEST(gemv, rows_sweep_one_thread, TMO) { sweep_rows(vt_isa, 1); }
+VT_ISA_TEST(gemv, rows_sweep_two_threads, TMO) { sweep_rows(vt_isa, 2); }
+
+/* The few-row kernel directly: each row its own store (alpha, beta, a
+ * scalar bias per row, a bias per column, ReLU), x rows x_rs apart with a
+ * stride along k, y rows y_rs apart; nothing between the rows written. */
+VT_ISA_TEST(gemv, rows_kernel_stores, TMO)
+{
+    const vx_gemv_kernels *K = vx_gemv_kernels_for(vt_isa);
+    cr_assert(K->axpy_rows && K->rows_max >= 2 && K->rows_max <= VX_GEMV_ROWS_MAX,
+              "no few-row kernel for %s", vt_isa_name(vt_isa));
+    vt_rng r;
+    vt_rng_seed(&r, 7);
+    static const int64_t lens[] = {1, 5, 16, 37, 1030};
+    for (int rows = 1; rows <= K->rows_max; rows++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (int var = 0; var < 3; var++) {
+                const int64_t len = lens[li], k = 13, ldm = len + 3, incx = var == 1 ? 2 : 1;
+                const int64_t x_rs = k * incx + 1, y_rs = len + 5;
+                float *m = malloc(sizeof(float) * (size_t)(k * ldm));
+                float *x = malloc(sizeof(float) * (size_t)(rows * x_rs));
+                float *y = malloc(sizeof(float) * (size_t)(rows * y_rs));
+                float *bias = malloc(sizeof(float) * (size_t)len);
+                for (int64_t i = 0; i < k * ldm; i++)
+                    m[i] = vt_rng_float(&r);
+                for (int64_t i = 0; i < rows * x_rs; i++)
+                    x[i] = vt_rng_float(&r);
+                for (int64_t i = 0; i < len; i++)
+                    bias[i] = vt_rng_float(&r);
+                const float beta = var == 2 ? 0.5f : 0.0f;
+                for (int64_t i = 0; i < rows * y_rs; i++)
+                    y[i] = beta == 0.0f ? NAN : vt_rng_float(&r);
+                float *y0 = malloc(sizeof(float) * (size_t)(rows * y_rs));
+                memcpy(y0, y, sizeof(float) * (size_t)(rows * y_rs));
+                vx_gemv_store st[VX_GEMV_ROWS_MAX];
+                for (int i = 0; i < rows; i++)
+                    st[i] = (vx_gemv_store){0.75f - 0.25f * i, beta, var ? bias : NULL, var ? 0.125f * (i + 1) : 0.0f,
+                                            var == 1};
+                K->axpy_rows(rows, len, k, m, ldm, x, x_rs, incx, y, y_rs, st);
+                for (int i = 0; i < rows; i++) {
+                    for (int64_t j = 0; j < len; j++) {
+                        double acc = 0;
+                        for (int64_t p = 0; p < k; p++)
+                            acc += (double)x[i * x_rs + p * incx] * m[p * ldm + j];
+                        double v = st[i].alpha * acc + (beta != 0.0f ? beta * (double)y0[i * y_rs + j] : 0.0) +
+                                   st[i].bias_scalar + (st[i].bias_vec ? st[i].bias_vec[j] : 0.0);
+                        if (st[i].relu && v < 0)
+                            v = 0;
+                        const double got = y[i * y_rs + j];
+                        cr_assert(fabs(got - v) <= 1e-5 * (1.0 + fabs(v)),
+                                  "%s rows=%d len=%lld variant %d: y[%d][%lld] = %g, want %g",
+                                  vt_isa_name(vt_isa), rows, (long long)len, var, i, (long long)j, got, v);
+                    }
+                    for (int64_t j = len; j < y_rs && i + 1 < rows; j++)
+                        cr_assert(memcmp(&y[i * y_rs + j], &y0[i * y_rs + j], sizeof(float)) == 0,
+                                  "rows=%d len=%lld: wrote y[%d][%lld], between the rows", rows, (long long)len,
+                                  i, (long long)j);
+                }
+                free(m);
+                free(x);
+                free(y);
+                free(y0);
+                free(bias);
+            }
+}
 
 /* Big enough that both threads get work and both kernels' main loops run
  * many strips; the planner's own choice (no override). */
@@ -171,13 +276,14 @@ static vx_gemm_shape plain_shape(const int64_t mnk[3], int b_gathered)
     return sh;
 }
 
-Test(gemv, planner_ranks_it_for_vectors_only, .timeout = TMO)
+Test(gemv, planner_ranks_it_for_vectors_and_few_rows_only, .timeout = TMO)
 {
     const int isa = vx_active_isa();
     cr_assert(isa >= 0, "no usable ISA");
     enum { MAX = 4096 };
     vx_priced_plan *p = malloc(sizeof *p * MAX);
-    static const int64_t vec[][3] = {{1, 4096, 4096}, {4096, 1, 4096}, {1, 1, 100}, {1, 300, 7}};
+    static const int64_t vec[][3] = {{1, 4096, 4096}, {4096, 1, 4096}, {1, 1, 100}, {1, 300, 7}, {2, 4096, 4096},
+                                     {4, 2048, 1024}};
     for (size_t s = 0; s < sizeof vec / sizeof *vec; s++) {
         const vx_gemm_shape sh = plain_shape(vec[s], 0);
         const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
@@ -190,15 +296,22 @@ Test(gemv, planner_ranks_it_for_vectors_only, .timeout = TMO)
             cr_assert(g < other, "%lldx%lldx%lld: gemv priced %.0f ns, not below the best GEMM plan %.0f ns",
                       (long long)sh.m, (long long)sh.n, (long long)sh.k, g, other);
     }
-    /* Not matrix-vector products; and a convolution's gathered B keeps the GEMM paths. */
-    static const int64_t mat[][4] = {{2, 4096, 4096, 0}, {4096, 2, 64, 0}, {16, 16, 16, 0}, {1, 500, 300, 1}};
+    /* Not matrix-vector products (too many rows; few rows of a B that fits
+     * L2; few rows of a B with strided rows); and a convolution's gathered
+     * B keeps the GEMM paths. */
+    static const int64_t mat[][5] = {{VX_GEMV_ROWS_MAX + 1, 4096, 4096, 0, 0}, {4096, 2, 64, 0, 0},
+                                     {16, 16, 16, 0, 0}, {1, 500, 300, 1, 0}, {2, 32, 32, 0, 0},
+                                     {3, 4096, 4096, 0, 1}};
     for (size_t s = 0; s < sizeof mat / sizeof *mat; s++) {
-        const vx_gemm_shape sh = plain_shape(mat[s], (int)mat[s][3]);
+        vx_gemm_shape sh = plain_shape(mat[s], (int)mat[s][3]);
+        if (mat[s][4])
+            sh.b_unit_stride = 0;
         const int n = vx_gemm_rank(&sh, (vx_isa)isa, 2, p, MAX);
         double g = 0, other = 0;
         cr_assert(!has_gemv(p, n < MAX ? n : MAX, &g, &other), "%lldx%lldx%lld%s got a gemv plan",
                   (long long)sh.m, (long long)sh.n, (long long)sh.k,
-                  sh.b_gathered ? " with a gathered B" : " (no matrix-vector product)");
+                  sh.b_gathered ? " with a gathered B" : !sh.b_unit_stride ? " with strided B rows"
+                                                                           : " (no matrix-vector product)");
     }
     free(p);
 }

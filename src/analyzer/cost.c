@@ -121,11 +121,17 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
 {
     if (threads < 1)
         threads = 1;
-    const double len = (double)(p->m == 1 ? p->n : p->m);
+    /* The matrix: A (k along its rows) when n == 1, else B; with m > 1 rows
+     * of C (few-row form) every B element feeds m FMAs. */
+    const double len = (double)(p->n == 1 ? p->m : p->n);
+    const double rows = p->n == 1 ? 1.0 : (double)p->m;
     const double bytes = (double)d->elem_bytes * len * (double)p->k;
     /* Each unit streams its share from the level that holds it. */
     const double bw = bw_for(d, bytes / threads, threads) * threads;
-    return d->call_ns + (threads > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) + bytes / bw;
+    const double stream = bytes / bw;
+    const double compute = rows > 1 ? 2.0 * rows * len * (double)p->k * d->gemv_ns_per_flop / threads : 0.0;
+    return d->call_ns + (threads > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) +
+           (compute > stream ? compute : stream);
 }
 
 /* ns per element copied into A's and B's buffers: the measured packing

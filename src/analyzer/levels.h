@@ -101,6 +101,10 @@ typedef struct {
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */
     double direct_ns_per_flop; /* a direct convolution kernel (depthwise) on one unit */
+    int gemv_rows_max;         /* matrix-vector kernels take up to this many rows of C at
+                                  once (a GEMM with m <= it and unit-stride B rows); 1: none */
+    double gemv_ns_per_flop;   /* ... their compute time per flop on one unit (they also
+                                  wait for the matrix: the slower of the two counts) */
     double mode_ns[VX_LOAD_MODES]; /* what a load mode adds to it (set-up of its buffers) */
 } vx_device_desc;
 

@@ -97,11 +97,18 @@ static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
         p->nc = n_up;
 }
 
-/* A matrix-vector product on plain matrices (a convolution's gathered or
- * in-place patches keep the GEMM paths). */
-static int gemv_shape(const vx_gemm_shape *s)
+/* A matrix-vector product, or a few of them sharing B, on plain matrices
+ * (a convolution's gathered or in-place patches keep the GEMM paths). The
+ * few-row form (m <= the kernels' rows, B's rows unit-stride) only for a B
+ * that streams from beyond L2: there its sequential pass beats a register
+ * tile's panel walk (2x1024x512: 86 us against 205; 3x1024x1024: 245
+ * against 366), while in cache the tiles, with no partial sums to load and
+ * store, win (4x32x32: 440 ns against 684; AMD Zen 1, NOTES.md). */
+static int gemv_shape(const vx_gemm_shape *s, const vx_device_desc *d)
 {
-    return (s->m == 1 || s->n == 1) && !s->a_gathered && !s->b_gathered && s->a_seg == 0 &&
+    const int few_rows = s->m >= 2 && s->m <= d->gemv_rows_max && s->n > 1 && s->b_unit_stride &&
+                         d->nmem > 2 && (double)s->k * (double)s->n * d->elem_bytes > (double)d->mem[1].bytes;
+    return (s->m == 1 || s->n == 1 || few_rows) && !s->a_gathered && !s->b_gathered && s->a_seg == 0 &&
            s->a_row == 0 && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
 }
 
@@ -143,7 +150,7 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
             return fallback(s, isa, out);
         plan_of(M, s, isa, &ch, &out[0].plan);
         out[0].predicted_ns = ch.ns;
-        if (gemv_shape(s)) {
+        if (gemv_shape(s, &M->desc)) {
             const vx_priced_plan v = gemv_plan(M, &p, max_threads, &out[0].plan);
             if (v.predicted_ns < out[0].predicted_ns)
                 out[0] = v;
@@ -175,7 +182,7 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
         distinct++;
     }
     free(ch);
-    if (distinct > 0 && gemv_shape(s)) { /* ranked in among the GEMM plans */
+    if (distinct > 0 && gemv_shape(s, &M->desc)) { /* ranked in among the GEMM plans */
         const vx_priced_plan v = gemv_plan(M, &p, max_threads, &out[0].plan);
         int at = 0;
         const int kept = distinct < max ? distinct : max;

@@ -8,6 +8,7 @@
 #include "analyzer/candidates.h"
 #include "analyzer/hw.h"
 #include "analyzer/tune.h"
+#include "cpu/gemv.h"
 
 /* Two FMA pipes with four cycles of latency: fewer accumulators than this
  * leave a pipe idle whatever the loads do. */
@@ -69,6 +70,12 @@ static void describe(vx_isa isa, vx_device_desc *d)
                 best_flops_per_ns = r > best_flops_per_ns ? r : best_flops_per_ns;
             }
     d->direct_ns_per_flop = best_flops_per_ns > 0 ? 2.5 / best_flops_per_ns : 0.05;
+    /* The few-row matrix-vector kernel keeps its partial sums in L1, a load
+     * and a store per FMA chain: 23-26 GFLOP/s for 2..4 rows on AMD Zen 1,
+     * where the tune's best tile rate (timed in short bursts, at boost
+     * clocks) reads 47 (NOTES.md): priced at half that rate. */
+    d->gemv_rows_max = vx_gemv_kernels_for(set->isa)->rows_max;
+    d->gemv_ns_per_flop = best_flops_per_ns > 0 ? 1.0 / (0.5 * best_flops_per_ns) : 0.05;
     d->reg_limit = set->vec_registers;
     d->acc_min = ACCUMULATORS_MIN;
     d->keep_per_family = 3;

@@ -259,16 +259,31 @@ typedef struct {
     int64_t len;
     int64_t ldm, incx, incy; /* matrix row stride; x and y strides */
     int x_is_a;              /* x comes from A (m == 1), else from B */
+    int rows;                /* output rows at once: 1, or m (2..rows_max, axpy form, x_is_a) */
     int64_t chunk, chunks;   /* output elements per cell, cells per item */
     float *xbuf;             /* dot form with a strided x: contiguous copies, k per item */
     atomic_llong next_cell;
 } gemv_job;
 
 /* Fill the form for g; 0 when neither form fits its strides. */
-static int gemv_form(const vx_gemm_args *g, gemv_job *J)
+static int gemv_form(const vx_gemm_args *g, gemv_job *J, const vx_gemv_kernels *K)
 {
-    if (ext_of(g)->gather_a || ext_of(g)->gather_b || (g->m != 1 && g->n != 1))
+    if (ext_of(g)->gather_a || ext_of(g)->gather_b)
         return 0;
+    J->rows = 1;
+    if (g->m != 1 && g->n != 1) {
+        /* A few rows of C: each row's axpy form, B's unit-stride rows read once for all */
+        if (g->m > K->rows_max || g->b_cs != 1)
+            return 0;
+        J->rows = (int)g->m;
+        J->len = g->n;
+        J->incy = 1;
+        J->x_is_a = 1;
+        J->incx = g->a_cs;
+        J->dot = 0;
+        J->ldm = g->b_rs;
+        return 1;
+    }
     if (g->n == 1) { /* y = C's column, the matrix is A, x is B's column */
         J->len = g->m;
         J->incy = g->c_rs;
@@ -323,7 +338,14 @@ static void gemv_task(void *ctx, int tid, int nthreads)
         const vx_gemv_store st = {g->alpha, g->beta, ep && bias_y ? bias_y + lo : NULL,
                                   ep && bias_1 ? bias_1[0] : 0.0f, ep && ext_of(g)->relu};
         float *y = v.c + lo * J->incy;
-        if (J->dot) {
+        if (J->rows > 1) {
+            /* per row of C: its scalar bias (bias_row), the per-column one along y */
+            vx_gemv_store rs[VX_GEMV_ROWS_MAX];
+            for (int i = 0; i < J->rows; i++)
+                rs[i] = (vx_gemv_store){ g->alpha, g->beta, st.bias_vec, ep && v.bias_row ? v.bias_row[i] : 0.0f,
+                                         st.relu };
+            J->K->axpy_rows(J->rows, n, g->k, mat + lo, J->ldm, x, g->a_rs, J->incx, y, g->c_rs, rs);
+        } else if (J->dot) {
             const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
             J->K->dot(n, g->k, mat + lo * J->ldm, J->ldm, xc, y, J->incy, &st);
         } else {
@@ -376,7 +398,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
     if (plan->path == VX_PATH_GEMV) {
         gemv_job V; /* every field is set by gemv_form and run_gemv (zeroing it cost a `rep stos`) */
         V.g = g;
-        if (gemv_form(g, &V))
+        if (gemv_form(g, &V, vx_gemv_kernels_for(plan->isa)))
             return run_gemv(g, plan, &V, threads_used);
         /* Strides neither form takes: the GEMM plan the GEMV one carries. */
         fixed = *plan;

@@ -32,11 +32,23 @@ typedef void (*vx_gemv_dot_fn)(int64_t len, int64_t k, const float *m, int64_t l
 typedef void (*vx_gemv_axpy_fn)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *x,
                                 int64_t incx, float *y, int64_t incy, const vx_gemv_store *st);
 
+/* The axpy form for a few output rows at once (a GEMM with m <= rows_max
+ * and unit-stride rows of B): row i takes x + i*x_rs as its vector and
+ * writes y + i*y_rs (unit stride) with its own store, s[i]. The matrix is
+ * read once for all rows. */
+enum { VX_GEMV_ROWS_MAX = 4 };
+
+typedef void (*vx_gemv_axpy_rows_fn)(int rows, int64_t len, int64_t k, const float *m, int64_t ldm,
+                                     const float *x, int64_t x_rs, int64_t incx, float *y, int64_t y_rs,
+                                     const vx_gemv_store *s);
+
 typedef struct {
     vx_gemv_dot_fn dot;
     vx_gemv_axpy_fn axpy;
     int dot_rows;   /* rows one dot step computes: split work in multiples of it */
     int axpy_cols;  /* columns one axpy step computes */
+    vx_gemv_axpy_rows_fn axpy_rows;
+    int rows_max;   /* most rows axpy_rows takes, <= VX_GEMV_ROWS_MAX (it also takes 1) */
 } vx_gemv_kernels;
 
 const vx_gemv_kernels *vx_gemv_kernels_for(vx_isa isa);

@@ -157,3 +157,102 @@ void FN(axpy)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *
         store_block(acc, nb, y, incy, j0, s);
     }
 }
+
+/* A few output rows at once (the axpy form of each row, 2 <= R <= 4):
+ * y_i[j] = store(sum_p x_i[p] * M[p*ldm + j]) for i < R, with x_i[p] =
+ * x[i*x_rs + p*incx] and y_i = y + i*y_rs. The matrix streams once, row by
+ * row in blocks of NB_ROWS columns (long sequential runs: a GEMM tile's
+ * panel walk instead reads 128 bytes per row, rows a leading dimension
+ * apart, and ran 2x1024x512 at a quarter of this rate on AMD Zen 1); each
+ * B vector is loaded once for the R rows, whose partial sums stay in an
+ * L1-resident buffer. U rows of M per pass: R * U broadcast x values, U B
+ * vectors and one sum must fit the register file (16 on AVX2: U = 2 for
+ * R > 2). */
+enum { NB_ROWS = 1024, ROWS_MAX = VX_GEMV_ROWS_MAX };
+
+static inline __attribute__((always_inline)) void rows_pass(const int R, const int U, int64_t nb, int64_t nv,
+                                                            const float *const r[4], const float *xs,
+                                                            float (*acc)[NB_ROWS])
+{
+    vf v[ROWS_MAX][4];
+    for (int i = 0; i < R; i++)
+        for (int u = 0; u < U; u++)
+            v[i][u] = splat(xs[i * 4 + u]);
+    for (int64_t j = 0; j < nv; j += W) {
+        vf b[4];
+        for (int u = 0; u < U; u++)
+            b[u] = ld(r[u] + j);
+        for (int i = 0; i < R; i++) {
+            /* two chains: a serial chain of U FMAs (5 cycles each on Zen 1)
+             * per row and vector kept too few in flight */
+            vf t = ld(acc[i] + j), t2 = v[i][1 % U] * b[1 % U];
+            if (U == 1)
+                t += v[i][0] * b[0];
+            for (int u = 0; u < U && U > 1; u += 2) {
+                t += v[i][u] * b[u];
+                if (u > 0)
+                    t2 += v[i][u + 1] * b[u + 1];
+            }
+            if (U > 1)
+                t += t2;
+            st(acc[i] + j, t);
+        }
+    }
+    for (int64_t j = nv; j < nb; j++)
+        for (int i = 0; i < R; i++) {
+            float t = acc[i][j];
+            for (int u = 0; u < U; u++)
+                t += xs[i * 4 + u] * r[u][j];
+            acc[i][j] = t;
+        }
+}
+
+static inline __attribute__((always_inline)) void rows_body(const int R, const int U, int64_t len, int64_t k,
+                                                            const float *m, int64_t ldm, const float *x,
+                                                            int64_t x_rs, int64_t incx, float *y, int64_t y_rs,
+                                                            const vx_gemv_store *s)
+{
+    float acc[ROWS_MAX][NB_ROWS] __attribute__((aligned(64)));
+    for (int64_t j0 = 0; j0 < len; j0 += NB_ROWS) {
+        const int64_t nb = len - j0 < NB_ROWS ? len - j0 : NB_ROWS, nv = nb / W * W;
+        for (int i = 0; i < R; i++)
+            for (int64_t j = 0; j < nb; j += W) /* rounded up within acc */
+                st(acc[i] + j, (vf){0});
+        int64_t p = 0;
+        for (; p + U <= k; p += U) {
+            const float *r[4];
+            float xs[ROWS_MAX * 4];
+            for (int u = 0; u < U; u++) {
+                r[u] = m + (p + u) * ldm + j0;
+                for (int i = 0; i < R; i++)
+                    xs[i * 4 + u] = x[i * x_rs + (p + u) * incx];
+            }
+            rows_pass(R, U, nb, nv, r, xs, acc);
+        }
+        for (; p < k; p++) {
+            const float *r[4] = { m + p * ldm + j0 };
+            float xs[ROWS_MAX * 4];
+            for (int i = 0; i < R; i++)
+                xs[i * 4] = x[i * x_rs + p * incx];
+            rows_pass(R, 1, nb, nv, r, xs, acc);
+        }
+        for (int i = 0; i < R; i++)
+            store_block(acc[i], nb, y + i * y_rs, 1, j0, &s[i]);
+    }
+}
+
+/* U: rows of M per pass, as the register file allows (see above). */
+#define ROWS_U(R) (W == 16 || (R) <= 2 ? 4 : 2)
+
+void FN(axpy_rows)(int rows, int64_t len, int64_t k, const float *m, int64_t ldm, const float *x, int64_t x_rs,
+                   int64_t incx, float *y, int64_t y_rs, const vx_gemv_store *s)
+{
+    switch (rows) {
+    case 2: rows_body(2, ROWS_U(2), len, k, m, ldm, x, x_rs, incx, y, y_rs, s); break;
+    case 3: rows_body(3, ROWS_U(3), len, k, m, ldm, x, x_rs, incx, y, y_rs, s); break;
+    case 4: rows_body(4, ROWS_U(4), len, k, m, ldm, x, x_rs, incx, y, y_rs, s); break;
+    default: /* one row at a time */
+        for (int i = 0; i < rows; i++)
+            FN(axpy)(len, k, m, ldm, x + i * x_rs, incx, y + i * y_rs, 1, &s[i]);
+    }
+}
