@@ -48,7 +48,8 @@ typedef struct {
     int dot_rows;   /* rows one dot step computes: split work in multiples of it */
     int axpy_cols;  /* columns one axpy step computes */
     vx_gemv_axpy_rows_fn axpy_rows;
-    int rows_max;   /* most rows axpy_rows takes, <= VX_GEMV_ROWS_MAX (it also takes 1) */
+    int rows_max;   /* most rows a GEMM hands axpy_rows (<= VX_GEMV_ROWS_MAX, all of
+                       which it takes, and 1) */
 } vx_gemv_kernels;
 
 const vx_gemv_kernels *vx_gemv_kernels_for(vx_isa isa);

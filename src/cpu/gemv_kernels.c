@@ -161,18 +161,20 @@ void FN(axpy)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *
 /* A few output rows at once (the axpy form of each row, 2 <= R <= 4):
  * y_i[j] = store(sum_p x_i[p] * M[p*ldm + j]) for i < R, with x_i[p] =
  * x[i*x_rs + p*incx] and y_i = y + i*y_rs. The matrix streams once, row by
- * row in blocks of NB_ROWS columns (long sequential runs: a GEMM tile's
+ * row in blocks of up to ACC_FLOATS / R columns (long sequential runs: a GEMM tile's
  * panel walk instead reads 128 bytes per row, rows a leading dimension
  * apart, and ran 2x1024x512 at a quarter of this rate on AMD Zen 1); each
  * B vector is loaded once for the R rows, whose partial sums stay in an
  * L1-resident buffer. U rows of M per pass: R * U broadcast x values, U B
  * vectors and one sum must fit the register file (16 on AVX2: U = 2 for
  * R > 2). */
-enum { NB_ROWS = 1024, ROWS_MAX = VX_GEMV_ROWS_MAX };
+/* The partial sums: 16 KiB, half of a 32 KiB L1, shared by the R rows;
+ * blocks split the columns evenly (a short last block reads short runs). */
+enum { ACC_FLOATS = 4096, ROWS_MAX = VX_GEMV_ROWS_MAX };
 
 static inline __attribute__((always_inline)) void rows_pass(const int R, const int U, int64_t nb, int64_t nv,
                                                             const float *const r[4], int64_t ahead, const float *xs,
-                                                            float (*acc)[NB_ROWS])
+                                                            float *acc, int64_t acc_rs)
 {
     vf v[ROWS_MAX][4];
     for (int i = 0; i < R; i++)
@@ -191,7 +193,7 @@ static inline __attribute__((always_inline)) void rows_pass(const int R, const i
         for (int i = 0; i < R; i++) {
             /* two chains: a serial chain of U FMAs (5 cycles each on Zen 1)
              * per row and vector kept too few in flight */
-            vf t = ld(acc[i] + j), t2 = v[i][1 % U] * b[1 % U];
+            vf t = ld(acc + i * acc_rs + j), t2 = v[i][1 % U] * b[1 % U];
             if (U == 1)
                 t += v[i][0] * b[0];
             for (int u = 0; u < U && U > 1; u += 2) {
@@ -201,15 +203,15 @@ static inline __attribute__((always_inline)) void rows_pass(const int R, const i
             }
             if (U > 1)
                 t += t2;
-            st(acc[i] + j, t);
+            st(acc + i * acc_rs + j, t);
         }
     }
     for (int64_t j = nv; j < nb; j++)
         for (int i = 0; i < R; i++) {
-            float t = acc[i][j];
+            float t = acc[i * acc_rs + j];
             for (int u = 0; u < U; u++)
                 t += xs[i * 4 + u] * r[u][j];
-            acc[i][j] = t;
+            acc[i * acc_rs + j] = t;
         }
 }
 
@@ -218,12 +220,15 @@ static inline __attribute__((always_inline)) void rows_body(const int R, const i
                                                             int64_t x_rs, int64_t incx, float *y, int64_t y_rs,
                                                             const vx_gemv_store *s)
 {
-    float acc[ROWS_MAX][NB_ROWS] __attribute__((aligned(64)));
-    for (int64_t j0 = 0; j0 < len; j0 += NB_ROWS) {
-        const int64_t nb = len - j0 < NB_ROWS ? len - j0 : NB_ROWS, nv = nb / W * W;
+    float acc[ACC_FLOATS] __attribute__((aligned(64)));
+    const int64_t most = ACC_FLOATS / R / 16 * 16, blocks = (len + most - 1) / most;
+    const int64_t block = (len + blocks - 1) / blocks; /* <= most */
+    const int64_t acc_rs = (block + 15) / 16 * 16;     /* rows of acc on whole lines */
+    for (int64_t j0 = 0; j0 < len; j0 += block) {
+        const int64_t nb = len - j0 < block ? len - j0 : block, nv = nb / W * W;
         for (int i = 0; i < R; i++)
-            for (int64_t j = 0; j < nb; j += W) /* rounded up within acc */
-                st(acc[i] + j, (vf){0});
+            for (int64_t j = 0; j < nb; j += W) /* rounded up within the row's acc_rs */
+                st(acc + i * acc_rs + j, (vf){0});
         int64_t p = 0;
         for (; p + U <= k; p += U) {
             const float *r[4];
@@ -233,17 +238,17 @@ static inline __attribute__((always_inline)) void rows_body(const int R, const i
                 for (int i = 0; i < R; i++)
                     xs[i * 4 + u] = x[i * x_rs + (p + u) * incx];
             }
-            rows_pass(R, U, nb, nv, r, (p + 2 * U <= k ? U : 1) * ldm, xs, acc);
+            rows_pass(R, U, nb, nv, r, (p + 2 * U <= k ? U : 1) * ldm, xs, acc, acc_rs);
         }
         for (; p < k; p++) {
             const float *r[4] = { m + p * ldm + j0 };
             float xs[ROWS_MAX * 4];
             for (int i = 0; i < R; i++)
                 xs[i * 4] = x[i * x_rs + p * incx];
-            rows_pass(R, 1, nb, nv, r, p + 1 < k ? ldm : 0, xs, acc);
+            rows_pass(R, 1, nb, nv, r, p + 1 < k ? ldm : 0, xs, acc, acc_rs);
         }
         for (int i = 0; i < R; i++)
-            store_block(acc[i], nb, y + i * y_rs, 1, j0, &s[i]);
+            store_block(acc + i * acc_rs, nb, y + i * y_rs, 1, j0, &s[i]);
     }
 }
 
