@@ -297,13 +297,13 @@ Test(gemv, planner_ranks_it_for_vectors_and_few_rows_only, .timeout = TMO)
             cr_assert(g < other, "%lldx%lldx%lld: gemv priced %.0f ns, not below the best GEMM plan %.0f ns",
                       (long long)sh.m, (long long)sh.n, (long long)sh.k, g, other);
     }
-    /* Not matrix-vector products (more rows than offered; few rows of a B that fits
-     * L2; few rows of a B with strided rows); and a convolution's gathered
-     * B keeps the GEMM paths. */
+    /* Not matrix-vector products (more rows than offered; few rows of a B
+     * that fits L2, or of narrow rows; few rows of a B with strided rows);
+     * and a convolution's gathered B keeps the GEMM paths. */
     const int64_t more_rows = vx_gemv_kernels_for((vx_isa)isa)->rows_max + 1;
-    const int64_t mat[][5] = {{more_rows, 4096, 4096, 0, 0}, {4096, 2, 64, 0, 0},
-                                     {16, 16, 16, 0, 0}, {1, 500, 300, 1, 0}, {2, 32, 32, 0, 0},
-                                     {3, 4096, 4096, 0, 1}};
+    const int64_t mat[][5] = {{more_rows, 4096, 4096, 0, 0}, {4096, 2, 64, 0, 0}, {16, 16, 16, 0, 0},
+                              {1, 500, 300, 1, 0},         {2, 32, 32, 0, 0},   {2, 28, 3742, 0, 0},
+                              {3, 4096, 4096, 0, 1}};
     for (size_t s = 0; s < sizeof mat / sizeof *mat; s++) {
         vx_gemm_shape sh = plain_shape(mat[s], (int)mat[s][3]);
         if (mat[s][4])

@@ -103,10 +103,14 @@ static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
  * that streams from beyond L2: there its sequential pass beats a register
  * tile's panel walk (2x1024x512: 86 us against 205; 3x1024x1024: 245
  * against 366), while in cache the tiles, with no partial sums to load and
- * store, win (4x32x32: 440 ns against 684; AMD Zen 1, NOTES.md). */
+ * store, win (4x32x32: 440 ns against 684; AMD Zen 1, NOTES.md); and
+ * only for rows of 64 columns or more. */
+enum { GEMV_ROWS_MIN_N = 64 }; /* narrower rows are short runs anyway, and mostly tail: 2x28x3742 ran 27 us
+                                 few-row against 20 for a 4x24 tile */
+
 static int gemv_shape(const vx_gemm_shape *s, const vx_device_desc *d)
 {
-    const int few_rows = s->m >= 2 && s->m <= d->gemv_rows_max && s->n > 1 && s->b_unit_stride &&
+    const int few_rows = s->m >= 2 && s->m <= d->gemv_rows_max && s->n >= GEMV_ROWS_MIN_N && s->b_unit_stride &&
                          d->nmem > 2 && (double)s->k * (double)s->n * d->elem_bytes > (double)d->mem[1].bytes;
     return (s->m == 1 || s->n == 1 || few_rows) && !s->a_gathered && !s->b_gathered && s->a_seg == 0 &&
            s->a_row == 0 && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
