@@ -97,10 +97,10 @@ vx_cuda_gemm_args vx_cuda_canonical(vx_layout layout, vx_transpose transa, vx_tr
 /* dyn_gemm and dyn_gemm_ex: checks, routing (host or device memory), the
  * canonical row-major problem, the run, the verbose line. Inlined into
  * both, so dyn_gemm's constant types and math mode fold away its checks. */
-static inline __attribute__((always_inline)) vx_status gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose transb,
-                          int64_t m, int64_t n, int64_t k, float alpha,
-                          const void *a, vx_dtype at, int64_t lda, const void *b, vx_dtype bt, int64_t ldb,
-                          float beta, void *c, vx_dtype ct, int64_t ldc, vx_math_mode math)
+static inline __attribute__((always_inline)) vx_status
+gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose transb, int64_t m, int64_t n,
+         int64_t k, float alpha, const void *a, vx_dtype at, int64_t lda, const void *b, vx_dtype bt, int64_t ldb,
+         float beta, void *c, vx_dtype ct, int64_t ldc, vx_math_mode math)
 {
     if (!valid_layout(layout))
         return vx_fail(VX_ERR_INVALID_ARG, "%s: layout %d is neither VX_ROW_MAJOR (101) nor "
