@@ -34,7 +34,7 @@ static atomic_uint g_generation;
  * its spin window. Kept by the workers, which read the TSC anyway, so that
  * asking (every call's plan key carries it) is one load: RDTSC costs ~15 ns
  * a call on AMD Zen 1. */
-static atomic_int g_warm;
+atomic_int vx_pool_warm_flag;
 static atomic_int g_pending;                     /* workers yet to finish */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
@@ -54,13 +54,13 @@ static void *worker_main(void *arg)
             /* a margin inside the window: a region that saw the flag set
              * must still find the workers spinning */
             if (warm && spun >= SPIN_TICKS / 2) {
-                atomic_store_explicit(&g_warm, 0, memory_order_relaxed);
+                atomic_store_explicit(&vx_pool_warm_flag, 0, memory_order_relaxed);
                 warm = 0;
             }
             _mm_pause();
         }
         if (warm && gen == seen)
-            atomic_store_explicit(&g_warm, 0, memory_order_relaxed);
+            atomic_store_explicit(&vx_pool_warm_flag, 0, memory_order_relaxed);
         if (gen == seen) {
             pthread_mutex_lock(&g_mu);
             while ((gen = atomic_load(&g_generation)) == seen)
@@ -109,11 +109,6 @@ static int ensure_workers(int n)
     return usable < n ? usable : n;
 }
 
-int vx_pool_warm(void)
-{
-    return atomic_load_explicit(&g_warm, memory_order_relaxed);
-}
-
 int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
 {
     if (nthreads > 1 && !atomic_flag_test_and_set_explicit(&g_busy, memory_order_acquire)) {
@@ -134,7 +129,7 @@ int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
             fn(ctx, 0, nthreads);
             while (atomic_load_explicit(&g_pending, memory_order_acquire) > 0)
                 _mm_pause();
-            atomic_store_explicit(&g_warm, 1, memory_order_relaxed);
+            atomic_store_explicit(&vx_pool_warm_flag, 1, memory_order_relaxed);
             atomic_flag_clear_explicit(&g_busy, memory_order_release);
             return nthreads;
         }

@@ -27,7 +27,9 @@ int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads);
 
 /* 1 while the workers still spin after the last region (a region now
  * starts without a sleeping thread to wake), 0 when they have gone to sleep
- * or never started. The analyzer prices a parallel region by this. */
-int vx_pool_warm(void);
+ * or never started. The analyzer prices a parallel region by this. Every
+ * call with a thread budget over one asks: one load, inlined. */
+extern atomic_int vx_pool_warm_flag; /* kept by threadpool.c */
+static inline int vx_pool_warm(void) { return atomic_load_explicit(&vx_pool_warm_flag, memory_order_relaxed); }
 
 #endif
