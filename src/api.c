@@ -206,11 +206,9 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
             /* Whether the pool's workers still spin matters only to a
              * budget of more than one thread. */
             const int budget = set.threads;
-            const vx_gemm_shape shape = { .m = g.m, .n = g.n, .k = g.k, .b_unit_stride = g.b_cs == 1,
-                                          .a_unit_stride = g.a_cs == 1,
-                                          .pool_warm = budget > 1 ? vx_pool_warm() : 0 };
             vx_gemm_plan plan;
-            vx_plan_gemm(&shape, (vx_isa)isa, budget, &plan);
+            vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, budget > 1 ? vx_pool_warm() : 0,
+                               (vx_isa)isa, budget, &plan);
             if ((s = vx_cpu_gemm(&g, &plan, &threads)) != VX_OK)
                 return s;
             if (verbose)

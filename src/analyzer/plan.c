@@ -250,14 +250,36 @@ static void apply_override(const vx_gemm_shape *s, const vx_gemm_plan *ov, vx_ge
     }
 }
 
+/* The cache key's flags word: strides, ISA, warm pool, thread budget,
+ * gathered operands. */
+static inline int64_t key_flags(int b_unit, int a_unit, vx_isa isa, int pool_warm, int max_threads, int a_gathered,
+                                int b_gathered)
+{
+    return (b_unit ? 1 : 0) | (a_unit ? 2 : 0) | ((int64_t)isa << 2) | ((int64_t)(pool_warm != 0) << 4) |
+           ((int64_t)max_threads << 5) | ((int64_t)(a_gathered != 0) << 40) | ((int64_t)(b_gathered != 0) << 41);
+}
+
+void vx_plan_gemm_plain(int64_t m, int64_t n, int64_t k, int b_unit, int a_unit, int pool_warm, vx_isa isa,
+                        int max_threads, vx_gemm_plan *out)
+{
+    if (max_threads < 1)
+        max_threads = 1;
+    /* vx_plan_gemm's key for this shape: its extension word is 0 */
+    const vx_plan_key key = { m, n, k, key_flags(b_unit, a_unit, isa, pool_warm, max_threads, 0, 0), 0 };
+    if (vx_plan_cache_get(&key, out) && !atomic_load_explicit(&g_have_override, memory_order_acquire))
+        return;
+    const vx_gemm_shape s = { .m = m, .n = n, .k = k, .b_unit_stride = b_unit, .a_unit_stride = a_unit,
+                              .pool_warm = pool_warm };
+    vx_plan_gemm(&s, isa, max_threads, out);
+}
+
 void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_plan *out)
 {
     if (max_threads < 1)
         max_threads = 1;
     const vx_plan_key key = { s->m, s->n, s->k,
-                              (s->b_unit_stride ? 1 : 0) | (s->a_unit_stride ? 2 : 0) | ((int64_t)isa << 2) |
-                                  ((int64_t)(s->pool_warm != 0) << 4) | ((int64_t)max_threads << 5) |
-                                  ((int64_t)(s->a_gathered != 0) << 40) | ((int64_t)(s->b_gathered != 0) << 41),
+                              key_flags(s->b_unit_stride, s->a_unit_stride, isa, s->pool_warm, max_threads,
+                                        s->a_gathered, s->b_gathered),
                               s->a_seg ^ (s->a_run << 24) ^ (s->b_run << 40) ^ (s->a_row << 48) ^ (s->a_edge << 58) ^
                                   ((int64_t)(s->a_kfrac * 65536.0) << 8) ^ ((int64_t)(s->b_kfrac * 65536.0) << 30) };
     if (!vx_plan_cache_get(&key, out)) {

@@ -50,6 +50,11 @@ typedef struct {
 /* Fill *out for this shape, ISA and thread budget. Never fails. */
 void vx_plan_gemm(const vx_gemm_shape *shape, vx_isa isa, int max_threads, vx_gemm_plan *out);
 
+/* The same for a plain GEMM (no convolution fields), without building the
+ * shape on a cache hit (every dyn_gemm call). */
+void vx_plan_gemm_plain(int64_t m, int64_t n, int64_t k, int b_unit_stride, int a_unit_stride, int pool_warm,
+                        vx_isa isa, int max_threads, vx_gemm_plan *out);
+
 /* Testing hook: every non-zero field of *o replaces the rule's choice for
  * later calls in this process (path, nr, mr, mc, kc, nc, threads_m,
  * threads_n, threads; isa is ignored, use VORTEX_ISA). NULL clears it. Not
