@@ -35,12 +35,30 @@ static void force_gemv(int threads)
     vx_plan_set_override(&ov);
 }
 
+static const float k_alpha_beta[][2] = {{1.0f, 0.0f}, {-0.5f, 0.3f}, {0.7f, 1.0f}};
+
+/* One forced case: layout combination, alpha/beta variant v (beta = 0 over
+ * NaN), padded leading dimensions, checked against the float64 reference. */
+static void check_case(vt_case c, int combo, int v, int64_t lda_pad, int64_t ldb_pad, int64_t ldc_pad, uint64_t seed,
+                       const char *tag)
+{
+    vt_combo(combo, &c.layout, &c.ta, &c.tb);
+    c.alpha = k_alpha_beta[v][0];
+    c.beta = k_alpha_beta[v][1];
+    c.cinit = c.beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
+    c.lda_pad = lda_pad;
+    c.ldb_pad = ldb_pad;
+    c.ldc_pad = ldc_pad;
+    c.seed = seed;
+    c.tag = tag;
+    vt_check(&c);
+}
+
 /* Every (layout, transa, transb) with the vector on either side. */
 static void sweep(vx_isa isa, int threads)
 {
     static const int64_t lens[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65, 127, 128, 129, 257};
     static const int64_t ks[] = {1, 3, 8, 16, 17, 33, 100};
-    static const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 0.3f}, {0.7f, 1.0f}};
     char tag[64];
     snprintf(tag, sizeof tag, "forced gemv, %s, %d thread(s)", vt_isa_name(isa), threads);
     force_gemv(threads);
@@ -50,17 +68,9 @@ static void sweep(vx_isa isa, int threads)
             for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
                 for (int side = 0; side < 2; side++) {
                     const int v = (int)(cases++ % 3);
-                    vt_case c = side ? vt_case_make(1, lens[li], ks[ki]) : vt_case_make(lens[li], 1, ks[ki]);
-                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
-                    c.alpha = ab[v][0];
-                    c.beta = ab[v][1];
-                    c.cinit = c.beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
-                    c.lda_pad = (combo + li) % 3 == 0 ? 5 : 0;
-                    c.ldb_pad = (combo + ki) % 2 ? 3 : 0;
-                    c.ldc_pad = side ? 0 : 2;
-                    c.seed = 1000u + (uint64_t)cases;
-                    c.tag = tag;
-                    vt_check(&c);
+                    check_case(side ? vt_case_make(1, lens[li], ks[ki]) : vt_case_make(lens[li], 1, ks[ki]), combo,
+                               v, (combo + li) % 3 == 0 ? 5 : 0, (combo + ki) % 2 ? 3 : 0, side ? 0 : 2,
+                               1000u + (uint64_t)cases, tag);
                 }
     vx_plan_set_override(NULL);
 }
@@ -69,7 +79,8 @@ VT_ISA_TEST(gemv, sweep_one_thread, TMO) { sweep(vt_isa, 1); }
 VT_ISA_TEST(gemv, sweep_two_threads, TMO) { sweep(vt_isa, 2); }
 
 /* The few-row form forced: m = 2..VX_GEMV_ROWS_MAX, lengths around the
- * kernel's vector and block (NB_ROWS = 1024) edges, k around its passes.
+ * kernel's vector and column-block edges (4096 / m floats of partial sums
+ * at most), k around its passes.
  * Layouts whose canonical B has unit-stride rows (row-major NN / TN,
  * col-major NN / NT) run it; the others fall back to the GEMM plan it
  * carries, and must be right too. */
@@ -77,7 +88,6 @@ static void sweep_rows(vx_isa isa, int threads)
 {
     static const int64_t lens[] = {2, 7, 8, 9, 33, 64, 65, 1023, 1025, 2100};
     static const int64_t ks[] = {1, 2, 3, 5, 17};
-    static const float ab[][2] = {{1.0f, 0.0f}, {-0.5f, 0.3f}, {0.7f, 1.0f}};
     char tag[64];
     snprintf(tag, sizeof tag, "forced few-row gemv, %s, %d thread(s)", vt_isa_name(isa), threads);
     force_gemv(threads);
@@ -87,17 +97,8 @@ static void sweep_rows(vx_isa isa, int threads)
             for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
                 for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
                     const int v = (int)(cases++ % 3);
-                    vt_case c = vt_case_make(m, lens[li], ks[ki]);
-                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
-                    c.alpha = ab[v][0];
-                    c.beta = ab[v][1];
-                    c.cinit = c.beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
-                    c.lda_pad = (combo + li) % 3 == 0 ? 5 : 0;
-                    c.ldb_pad = (combo + ki) % 2 ? 3 : 0;
-                    c.ldc_pad = li % 2 ? 4 : 0;
-                    c.seed = 5000u + (uint64_t)cases;
-                    c.tag = tag;
-                    vt_check(&c);
+                    check_case(vt_case_make(m, lens[li], ks[ki]), combo, v, (combo + li) % 3 == 0 ? 5 : 0,
+                               (combo + ki) % 2 ? 3 : 0, li % 2 ? 4 : 0, 5000u + (uint64_t)cases, tag);
                 }
     vx_plan_set_override(NULL);
 }
