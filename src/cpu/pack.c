@@ -106,10 +106,12 @@ void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, i
 __attribute__((target("avx2")))
 static inline __m128 load_part4(const float *p, int64_t lanes)
 {
+    /* two floats at once: _mm_loadu_si64 takes any alignment (_mm_load_sd
+     * reads through a double pointer, which UBSan rejects unaligned) */
     if (lanes == 3)
-        return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)), _mm_load_ss(p + 2));
+        return _mm_movelh_ps(_mm_castsi128_ps(_mm_loadu_si64(p)), _mm_load_ss(p + 2));
     if (lanes == 2)
-        return _mm_castpd_ps(_mm_load_sd((const double *)p));
+        return _mm_castsi128_ps(_mm_loadu_si64(p));
     return lanes == 1 ? _mm_load_ss(p) : _mm_setzero_ps();
 }
 
