@@ -86,12 +86,7 @@ void vx_warn(const char *fmt, ...)
     pthread_mutex_unlock(&mu);
 }
 
-int vx_threads(void)
-{
-    ensure_init();
-    int u = atomic_load_explicit(&g_user_threads, memory_order_relaxed);
-    return u > 0 ? u : g_default_threads;
-}
+int vx_threads(void) { return vx_settings().threads; }
 
 vx_call_settings vx_settings(void)
 {

@@ -191,18 +191,18 @@ static inline __attribute__((always_inline)) void rows_pass(const int R, const i
             b[u] = ld(r[u] + j);
         }
         for (int i = 0; i < R; i++) {
-            /* two chains: a serial chain of U FMAs (5 cycles each on Zen 1)
-             * per row and vector kept too few in flight */
-            vf t = ld(acc + i * acc_rs + j), t2 = v[i][1 % U] * b[1 % U];
-            if (U == 1)
-                t += v[i][0] * b[0];
-            for (int u = 0; u < U && U > 1; u += 2) {
-                t += v[i][u] * b[u];
-                if (u > 0)
+            /* two chains, even and odd u: a serial chain of U FMAs (5
+             * cycles each on Zen 1) per row and vector kept too few in
+             * flight (U is 1 or even) */
+            vf t = ld(acc + i * acc_rs + j) + v[i][0] * b[0];
+            if (U > 1) {
+                vf t2 = v[i][1] * b[1];
+                for (int u = 2; u < U; u += 2) {
+                    t += v[i][u] * b[u];
                     t2 += v[i][u + 1] * b[u + 1];
-            }
-            if (U > 1)
+                }
                 t += t2;
+            }
             st(acc + i * acc_rs + j, t);
         }
     }
