@@ -292,6 +292,23 @@ static inline double tiles_time(const vx_rate *r, int m0, int64_t full, int64_t 
     return t * (double)cols;
 }
 
+/* tiles_time's two parts, for callers that vary only the k blocks: the
+ * per-call overheads of one k block (o) and the per-k-step time of all of
+ * k (p); tiles_time = o * kblocks + p. */
+typedef struct {
+    double o, p;
+} tiles_parts;
+
+static inline tiles_parts tiles_split(const vx_rate *r, int m0, int64_t full, int64_t rem, int64_t cols,
+                                      int64_t k)
+{
+    const int64_t last = rem > 0 ? rem : 1;
+    const double has = rem > 0 ? 1.0 : 0.0;
+    const tiles_parts t = { ((double)full * r[m0 - 1].o + has * r[last - 1].o) * (double)cols,
+                            ((double)full * r[m0 - 1].p + has * r[last - 1].p) * (double)k * (double)cols };
+    return t;
+}
+
 /* L0 time to cover m_c rows x cols column tiles (the exact edge tile for
  * the last m_c % m0 rows, no padding). */
 static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
@@ -347,16 +364,14 @@ static inline int64_t k_blocks(const vx_problem *p, int mode, int64_t kb)
 }
 
 /* The cell's time for L1 candidate b, whose k block for this k is kb
- * (vx_cost_kc). */
+ * (vx_cost_kc), KB k blocks (k_blocks) and L0 time compute (cell_l0_time). */
 static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
-                         const vx_l1_cand *b, int64_t kb, const grid_ctx *x)
+                         const vx_l1_cand *b, int64_t kb, int64_t KB, double compute, const grid_ctx *x)
 {
     const double e = d->elem_bytes;
     const int n0 = F->n;
     const int64_t m_c = x->m_c, n_c = x->n_c, k = p->k;
-    const int64_t KB = k_blocks(p, b->mode, kb);
     const int64_t cols = x->cols;
-    const double compute = cell_l0_time(F, b->mode, m0, x, k, KB);
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
     const double copy_b = d->mode_ns[b->mode] +
                           (double)n_c * b_copied_k(p, b->mode) * x->copy_b;
@@ -472,7 +487,8 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
     grid_ctx x;
     if (!mode_ok(p, b->mode) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
-    return x.fixed + price_cell(d, p, F, t->m, b, vx_cost_kc(b->kc, p->k), &x);
+    const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
+    return x.fixed + price_cell(d, p, F, t->m, b, kb, KB, cell_l0_time(F, b->mode, t->m, &x, p->k, KB), &x);
 }
 
 /* Keep out[0..*n) sorted by ns, at most max entries. */
@@ -536,8 +552,9 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
     mode_lb r = { 0 };
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
-    r.compute1 = cell_l0_time(F, mode, m0, x, p->k, r.kb_least);
-    r.per_kb = cell_l0_time(F, mode, m0, x, 0, 1); /* the o of every call once */
+    const tiles_parts t = tiles_split(F->rate[mode], m0, x->full, x->rem, x->cols, p->k);
+    r.per_kb = t.o; /* the o of every call once */
+    r.compute1 = t.o * (double)r.kb_least + t.p;
     r.refine = 1;
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
@@ -657,9 +674,15 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         }
         ngrids++;
     }
-    int64_t kbs[sizeof d->kc_mult / sizeof d->kc_mult[0]];
-    for (int i = 0; i < d->nkc; i++)
+    /* Per kc: its k block for this k and the k blocks each load mode runs
+     * (k_blocks; [1]: an in-place A cut into segments) */
+    enum { NKC = sizeof d->kc_mult / sizeof d->kc_mult[0] };
+    int64_t kbs[NKC], kblocks_of[2][NKC];
+    for (int i = 0; i < d->nkc; i++) {
         kbs[i] = vx_cost_kc((int64_t)d->k_step * d->kc_mult[i], p->k);
+        kblocks_of[0][i] = k_blocks(p, VX_LOAD_COPY_AB, kbs[i]);
+        kblocks_of[1][i] = k_blocks(p, VX_LOAD_NONE, kbs[i]);
+    }
     /* Groups in order of their floor (the cheapest unvisited one next):
      * once the cheapest plans found beat a group's floor they beat every
      * later group's too, and the search stops; within a group, a load mode
@@ -715,18 +738,46 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
             const mode_lb *B = &bound[mode];
             if (nout == max && B->lb >= out[max - 1].ns)
                 break; /* and so are the modes after it */
-            /* Candidates that run alike for this shape price alike: kc
-             * values that give k the same blocks, copied blocks clipped to
-             * the cell. kb never falls as kc grows and a mode's candidates
-             * run kc ascending, so each is compared with those since kb last
-             * changed (were they out of order, some would only be priced
-             * twice); the first of each is priced, unless its own bound
-             * (cand_bound) is beaten already. */
+            const int64_t *kblocks = kblocks_of[mode != VX_LOAD_COPY_AB];
+            if (mode != VX_LOAD_COPY_AB) {
+                /* Only kc varies. Walked kc descending: kb never rises, so
+                 * each kb's first candidate is priced and the rest run alike;
+                 * the k blocks never fall, so neither does the bound, and the
+                 * first candidate it rules out rules out the rest. */
+                int64_t last_kb = -1;
+                for (int j = run[mode + 1] - 1; j >= run[mode]; j--) {
+                    const vx_l1_cand *b = &c->l1[j];
+                    const int64_t kb = kbs[b->kci], KB = kblocks[b->kci];
+                    if (kb == last_kb)
+                        continue;
+                    last_kb = kb;
+                    if (nout == max && cand_bound(B, mode, KB, 1) >= out[max - 1].ns)
+                        break;
+                    const double compute = B->compute1 + (double)(KB - B->kb_least) * B->per_kb;
+                    const double ns = x->fixed + price_cell(d, p, F, t->m, b, kb, KB, compute, x);
+                    insert(out, &nout, max, (vx_choice){ j, P->g, ns });
+                }
+                continue;
+            }
+            /* Copying both: one nc per kc, mc varies within (kc ascending).
+             * The bound depends on kc and nc only: priced once per kc. Blocks
+             * clipped to the cell run alike: each candidate is compared with
+             * those since kb last changed (kb never falls as kc grows) and
+             * the first of each is priced. */
             priced_key same_kb[MAX_SAME_KB];
-            int nsame = 0;
+            int nsame = 0, kci = -1;
+            double kc_bound = 0;
             for (int j = run[mode]; j < run[mode + 1]; j++) {
                 const vx_l1_cand *b = &c->l1[j];
-                const priced_key key = key_of(b, kbs[b->kci], t->m, F->n, x);
+                const int64_t kb = kbs[b->kci], KB = kblocks[b->kci];
+                if (b->kci != kci) {
+                    kci = b->kci;
+                    const int64_t nc = b->nc < x->n_c ? b->nc : cdiv(x->n_c, F->n) * F->n;
+                    kc_bound = cand_bound(B, mode, KB, cdiv(x->n_c, nc));
+                }
+                if (nout == max && kc_bound >= out[max - 1].ns)
+                    continue;
+                const priced_key key = key_of(b, kb, t->m, F->n, x);
                 if (nsame > 0 && key.kb != same_kb[0].kb)
                     nsame = 0;
                 int dup = 0;
@@ -736,13 +787,8 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
                     continue;
                 if (nsame < MAX_SAME_KB)
                     same_kb[nsame++] = key;
-                if (nout == max) {
-                    const int64_t kblocks = k_blocks(p, mode, key.kb);
-                    const int64_t nblocks = mode == VX_LOAD_COPY_AB ? cdiv(x->n_c, key.nc) : 1;
-                    if (cand_bound(B, mode, kblocks, nblocks) >= out[max - 1].ns)
-                        continue;
-                }
-                const double ns = x->fixed + price_cell(d, p, F, t->m, b, key.kb, x);
+                const double compute = B->compute1 + (double)(KB - B->kb_least) * B->per_kb;
+                const double ns = x->fixed + price_cell(d, p, F, t->m, b, kb, KB, compute, x);
                 insert(out, &nout, max, (vx_choice){ j, P->g, ns });
             }
         }
