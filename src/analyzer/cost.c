@@ -623,7 +623,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
     int stack_id[STACK_GROUPS];
     tile_pre stack_tiles[STACK_TILES];
     grid_pre stack_grids[STACK_GRIDS];
-    int considered = 0, nout = 0, ng = 0, ngrids = 0;
+    int considered = 0, nout = 0, ng = 0, ngrids = 0, q = 0;
     if (max < 1)
         return 0;
     /* One group per (grid, tile): a few dozen on a desktop, hundreds on a
@@ -669,6 +669,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
                 continue;
             lbs[ng] = group_floor(T, P, cell_rows(T, G), cell_cols(T, G), p);
             ids[ng] = ngrids << 16 | i; /* n0 is a few dozen at most */
+            q = lbs[ng] < lbs[q] ? ng : q; /* the first to visit (ties: the tables' order) */
             considered += c->l1_count[i]; /* each group is either visited or beaten */
             ng++;
         }
@@ -687,25 +688,29 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
      * once the cheapest plans found beat a group's floor they beat every
      * later group's too, and the search stops; within a group, a load mode
      * or an L1 candidate whose bound they beat is skipped (branch and
-     * bound; the answer is the exhaustive one). Each scan also drops the
-     * groups the plans found so far beat. */
-    while (ng > 0) {
-        const double beat = nout == max ? out[max - 1].ns : INFINITY;
-        int q = 0, kept = 0;
-        double lb = INFINITY;
-        for (int r = 0; r < ng; r++) { /* branch-free: ties keep the tables' order */
-            const double v = lbs[r];
-            const int id = ids[r];
-            lbs[kept] = v;
-            ids[kept] = id;
-            const int less = v < lb;
-            lb = less ? v : lb;
-            q = less ? kept : q;
-            kept += v < beat;
+     * bound; the answer is the exhaustive one). Each scan after a visit
+     * also drops the groups the plans found so far beat; the first group
+     * was found while the floors were worked out. */
+    for (int scan = 0; ng > 0; scan = 1) {
+        if (scan) {
+            const double beat = nout == max ? out[max - 1].ns : INFINITY;
+            int kept = 0;
+            double lb = INFINITY;
+            q = 0;
+            for (int r = 0; r < ng; r++) { /* branch-free: ties keep the tables' order */
+                const double v = lbs[r];
+                const int id = ids[r];
+                lbs[kept] = v;
+                ids[kept] = id;
+                const int less = v < lb;
+                lb = less ? v : lb;
+                q = less ? kept : q;
+                kept += v < beat;
+            }
+            ng = kept;
+            if (ng == 0)
+                break;
         }
-        ng = kept;
-        if (ng == 0)
-            break;
         const int id = ids[q];
         lbs[q] = INFINITY; /* visited: the next scan drops it (keeping the order of ties) */
         const int i = id & 0xFFFF;
