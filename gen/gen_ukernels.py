@@ -27,8 +27,7 @@ MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 # 8 0.92-0.97x, 4 0.94-0.98x, 2 0.95x, none 0.84-0.93x. Far prefetches run
 # past the k block into rows used only after every other panel, and pile up
 # in the L1 sets that rows a page apart share; the hardware fetches the rest.
-# AVX-512 keeps the 16 it had: no AVX-512 machine was at hand to re-measure.
-B_PREFETCH_ROWS = {"avx2": 4, "avx512": 16}
+B_PREFETCH_ROWS = 4
 A_GROUP = 3              # in-place A rows per pointer: base, base + a_rs * 4, base + a_rs * 8 bytes
 
 
@@ -220,9 +219,9 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         out = []
         if not b_packed and not masked:
             # In-place B rows are ldb apart: too far for the hardware stride
-            # prefetcher, so fetch B_PREFETCH_ROWS[isa] rows ahead by hand.
+            # prefetcher, so fetch B_PREFETCH_ROWS rows ahead by hand.
             for v in range(0, live, max(1, 16 // I.w)):
-                uo = f"({u} + {B_PREFETCH_ROWS[I.name]}) * b_rs"
+                uo = f"({u} + {B_PREFETCH_ROWS}) * b_rs"
                 out.append(f"{indent}__builtin_prefetch(b + {uo} + {v * I.w}, 0, 3);")
         for v in range(live):
             ptr = b_ptr(v, u)
