@@ -22,7 +22,14 @@ ISAS = {
 }
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
-B_PREFETCH_ROWS = 16     # rows of in-place B fetched ahead (~100 cycles of L3 latency)
+# Rows of in-place B fetched ahead (~100 cycles of L3 latency). Shorter
+# distances win while B stays in L3 between calls (AMD Zen 1, 16-row shapes
+# repeated, 1 thread against oneDNN: 4 rows 0.94-0.98x, 16 rows 0.87-0.92x)
+# and lose when it comes from DRAM (the same shapes once each: 1.03-1.15x
+# against 1.27-1.34x; 5x3072x768 repeated, B past L3: 0.57x against 1.03x).
+# A call cannot tell where B lies, and weights read once per forward pass
+# come from DRAM: 16 stays (NOTES.md, 2026-11-24, eighth session).
+B_PREFETCH_ROWS = 16
 A_GROUP = 3              # in-place A rows per pointer: base, base + a_rs * 4, base + a_rs * 8 bytes
 
 
