@@ -280,21 +280,10 @@ static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int 
 
 /* L0 time of `cols` column tiles, each `full` calls of m0 rows and, when
  * rem > 0, one of rem rows, over all of k in kblocks k blocks: every call
- * pays o once per k block and p per k step. The short tile is selected,
- * not branched on: the search meets every kind of cell in turn. */
-static inline double tiles_time(const vx_rate *r, int m0, int64_t full, int64_t rem, int64_t cols, int64_t k,
-                                int64_t kblocks)
-{
-    double t = (double)full * ((double)kblocks * r[m0 - 1].o + (double)r[m0 - 1].p * (double)k);
-    const int64_t last = rem > 0 ? rem : 1;
-    const double short_tile = (double)kblocks * r[last - 1].o + (double)r[last - 1].p * (double)k;
-    t += rem > 0 ? short_tile : 0.0;
-    return t * (double)cols;
-}
-
-/* tiles_time's two parts, for callers that vary only the k blocks: the
- * per-call overheads of one k block (o) and the per-k-step time of all of
- * k (p); tiles_time = o * kblocks + p. */
+ * pays o once per k block and p per k step. In two parts, for callers that
+ * vary only the k blocks: the calls' o for one k block, and their p over
+ * all of k; the time is o * kblocks + p (tiles_time). The short tile is
+ * selected, not branched on: the search meets every kind of cell in turn. */
 typedef struct {
     double o, p;
 } tiles_parts;
@@ -307,6 +296,13 @@ static inline tiles_parts tiles_split(const vx_rate *r, int m0, int64_t full, in
     const tiles_parts t = { ((double)full * r[m0 - 1].o + has * r[last - 1].o) * (double)cols,
                             ((double)full * r[m0 - 1].p + has * r[last - 1].p) * (double)k * (double)cols };
     return t;
+}
+
+static inline double tiles_time(const vx_rate *r, int m0, int64_t full, int64_t rem, int64_t cols, int64_t k,
+                                int64_t kblocks)
+{
+    const tiles_parts t = tiles_split(r, m0, full, rem, cols, k);
+    return t.o * (double)kblocks + t.p;
 }
 
 /* L0 time to cover m_c rows x cols column tiles (the exact edge tile for
@@ -322,6 +318,13 @@ static inline double cell_l0_time(const vx_l0_family *F, int mode, int m0, const
                                   int64_t kblocks)
 {
     return tiles_time(F->rate[mode], m0, x->full, x->rem, x->cols, k, kblocks);
+}
+
+/* A copied block no larger than the cell's `len` rows or columns, in whole
+ * tiles of `tile`: larger ones run alike. */
+static inline int64_t clip_block(int64_t block, int64_t len, int tile)
+{
+    return block < len ? block : cdiv(len, tile) * tile;
 }
 
 /* Rows of B a load mode copies: all k, except that a convolution run with
@@ -377,8 +380,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
                           (double)n_c * b_copied_k(p, b->mode) * x->copy_b;
 
     if (b->mode == VX_LOAD_COPY_AB) {
-        const int64_t mc = b->mc < m_c ? b->mc : cdiv(m_c, m0) * m0;
-        const int64_t nc = b->nc < n_c ? b->nc : cdiv(n_c, n0) * n0;
+        const int64_t mc = clip_block(b->mc, m_c, m0), nc = clip_block(b->nc, n_c, n0);
         const int64_t MB = cdiv(m_c, mc), NB = cdiv(n_c, nc);
         const double copy_a = (double)NB * (double)m_c * (double)k * x->copy_a;
         /* A block read once per column tile from its buffer; the B block once
@@ -533,13 +535,20 @@ typedef struct {
     double lb;          /* the mode's bound */
     double rest;        /* copy A+B: lb without the copy of A and max(compute, streams);
                            otherwise lb without compute */
-    double compute1;    /* compute with the least k blocks, kb_least */
-    double per_kb;      /* compute per further k block */
+    double compute1;    /* compute with the least k blocks, kb_least (mode_compute) */
+    double per_kb;      /* compute per k block: every call's o once */
+    double steps;       /* compute's per-k-step part, all of k */
     double copy_a1;     /* copy A+B: one copy of A */
     double streams;     /* copy A+B: the streams' bound */
     int64_t kb_least;
     int refine;         /* 0: the candidates take the mode's bound (a convolution's in-place patches) */
 } mode_lb;
+
+/* The cell's L0 time in k blocks of the mode (cell_l0_time, from its parts). */
+static inline double mode_compute(const mode_lb *r, int64_t kblocks)
+{
+    return r->per_kb * (double)kblocks + r->steps;
+}
 
 /* The least a plan in this group and load mode can cost, whatever its
  * blocks: price_cell's terms with one k block (compute's least), each block
@@ -553,8 +562,9 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     mode_lb r = { 0 };
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
     const tiles_parts t = tiles_split(F->rate[mode], m0, x->full, x->rem, x->cols, p->k);
-    r.per_kb = t.o; /* the o of every call once */
-    r.compute1 = t.o * (double)r.kb_least + t.p;
+    r.per_kb = t.o;
+    r.steps = t.p;
+    r.compute1 = mode_compute(&r, r.kb_least);
     r.refine = 1;
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
@@ -584,7 +594,7 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
  * in the k blocks, so this never exceeds price_cell's answer. */
 static inline double cand_bound(const mode_lb *r, int mode, int64_t kblocks, int64_t nblocks)
 {
-    const double compute = r->compute1 + (double)(kblocks - r->kb_least) * r->per_kb;
+    const double compute = mode_compute(r, kblocks);
     if (!r->refine)
         return r->lb;
     if (mode == VX_LOAD_COPY_AB)
@@ -604,8 +614,8 @@ static priced_key key_of(const vx_l1_cand *b, int64_t kb, int m0, int n0, const 
 {
     priced_key key = { kb, 0, 0, b->mode };
     if (b->mode == VX_LOAD_COPY_AB) { /* as price_cell clips them */
-        key.mc = b->mc < x->m_c ? b->mc : cdiv(x->m_c, m0) * m0;
-        key.nc = b->nc < x->n_c ? b->nc : cdiv(x->n_c, n0) * n0;
+        key.mc = clip_block(b->mc, x->m_c, m0);
+        key.nc = clip_block(b->nc, x->n_c, n0);
     }
     return key;
 }
@@ -758,8 +768,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
                     last_kb = kb;
                     if (nout == max && cand_bound(B, mode, KB, 1) >= out[max - 1].ns)
                         break;
-                    const double compute = B->compute1 + (double)(KB - B->kb_least) * B->per_kb;
-                    const double ns = x->fixed + price_cell(d, p, F, t->m, b, kb, KB, compute, x);
+                    const double ns = x->fixed + price_cell(d, p, F, t->m, b, kb, KB, mode_compute(B, KB), x);
                     insert(out, &nout, max, (vx_choice){ j, P->g, ns });
                 }
                 continue;
@@ -777,8 +786,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
                 const int64_t kb = kbs[b->kci], KB = kblocks[b->kci];
                 if (b->kci != kci) {
                     kci = b->kci;
-                    const int64_t nc = b->nc < x->n_c ? b->nc : cdiv(x->n_c, F->n) * F->n;
-                    kc_bound = cand_bound(B, mode, KB, cdiv(x->n_c, nc));
+                    kc_bound = cand_bound(B, mode, KB, cdiv(x->n_c, clip_block(b->nc, x->n_c, F->n)));
                 }
                 if (nout == max && kc_bound >= out[max - 1].ns)
                     continue;
@@ -792,8 +800,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
                     continue;
                 if (nsame < MAX_SAME_KB)
                     same_kb[nsame++] = key;
-                const double compute = B->compute1 + (double)(KB - B->kb_least) * B->per_kb;
-                const double ns = x->fixed + price_cell(d, p, F, t->m, b, kb, KB, compute, x);
+                const double ns = x->fixed + price_cell(d, p, F, t->m, b, kb, KB, mode_compute(B, KB), x);
                 insert(out, &nout, max, (vx_choice){ j, P->g, ns });
             }
         }
