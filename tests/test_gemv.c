@@ -9,6 +9,9 @@
  *  - the few-row kernel called directly (per-row stores, strided x rows)
  *    and dyn_gemm forced onto it for m = 2..4 in every layout whose B rows
  *    are unit-stride;
+ *  - the split over k (two threads, k large enough): through the sweeps,
+ *    the sum-and-store kernel directly, and a 1x1 convolution forced onto
+ *    it, whose bias and ReLU the last slice applies;
  *  - the planner ranks a GEMV plan for m == 1 / n == 1 and few rows of a
  *    B beyond L2 only, and prices it below packing for a matrix that
  *    streams from memory. */
@@ -22,6 +25,7 @@
 #include "analyzer/select.h"
 #include "cpu/gemv.h"
 #include "ref.h"
+#include "ref_conv.h"
 #include "vt_isa.h"
 
 #define TMO 200.0
@@ -87,7 +91,8 @@ VT_ISA_TEST(gemv, sweep_two_threads, TMO) { sweep(vt_isa, 2); }
 static void sweep_rows(vx_isa isa, int threads)
 {
     static const int64_t lens[] = {2, 7, 8, 9, 33, 64, 65, 1023, 1025, 2100};
-    static const int64_t ks[] = {1, 2, 3, 5, 17};
+    /* 40 and 97: two threads split k (for m = 2, and for every m) */
+    static const int64_t ks[] = {1, 2, 3, 5, 17, 40, 97};
     char tag[64];
     snprintf(tag, sizeof tag, "forced few-row gemv, %s, %d thread(s)", vt_isa_name(isa), threads);
     force_gemv(threads);
@@ -247,6 +252,84 @@ VT_ISA_TEST(gemv, kernels_fused_store, TMO)
                 free(bias);
                 free(want);
             }
+}
+
+/* The end of a split over k: parts partial vectors part_stride apart,
+ * summed and stored with every store variant, y strided or not. */
+VT_ISA_TEST(gemv, sum_store_kernel, TMO)
+{
+    const vx_gemv_kernels *K = vx_gemv_kernels_for(vt_isa);
+    cr_assert(K && K->sum_store, "no sum-and-store kernel for %s", vt_isa_name(vt_isa));
+    vt_rng r;
+    vt_rng_seed(&r, 99);
+    static const int64_t lens[] = {1, 7, 8, 9, 1023, 1024, 1025, 2500};
+    for (int parts = 1; parts <= 3; parts++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (int var = 0; var < 4; var++) {
+                const int64_t len = lens[li], stride = len + 16 + var, incy = var & 1 ? 2 : 1;
+                float *part = malloc(sizeof(float) * (size_t)(parts * stride));
+                float *y = malloc(sizeof(float) * (size_t)(len * incy));
+                float *bias = malloc(sizeof(float) * (size_t)len);
+                for (int64_t i = 0; i < parts * stride; i++)
+                    part[i] = vt_rng_float(&r);
+                for (int64_t i = 0; i < len; i++)
+                    bias[i] = vt_rng_float(&r);
+                const float beta = var >= 2 ? -0.5f : 0.0f;
+                for (int64_t i = 0; i < len * incy; i++)
+                    y[i] = beta == 0.0f ? NAN : vt_rng_float(&r);
+                float *y0 = malloc(sizeof(float) * (size_t)(len * incy));
+                memcpy(y0, y, sizeof(float) * (size_t)(len * incy));
+                const vx_gemv_store st = {1.5f, beta, var & 2 ? bias : NULL, var == 1 ? -0.25f : 0.0f, var == 3};
+                K->sum_store(parts, part, stride, len, y, incy, &st);
+                for (int64_t j = 0; j < len; j++) {
+                    double acc = 0;
+                    for (int q = 0; q < parts; q++)
+                        acc += part[q * stride + j];
+                    double v = st.alpha * acc + (beta != 0.0f ? beta * (double)y0[j * incy] : 0.0) + st.bias_scalar +
+                               (st.bias_vec ? st.bias_vec[j] : 0.0);
+                    if (st.relu && v < 0)
+                        v = 0;
+                    const double got = y[j * incy];
+                    cr_assert(fabs(got - v) <= 1e-5 * (1.0 + fabs(v)),
+                              "%s parts=%d len=%lld variant %d: y[%lld] = %g, want %g", vt_isa_name(vt_isa), parts,
+                              (long long)len, var, (long long)j, got, v);
+                    if (incy > 1)
+                        cr_assert(isnan(y[j * incy + 1]) == isnan(y0[j * incy + 1]) &&
+                                      (isnan(y0[j * incy + 1]) || y[j * incy + 1] == y0[j * incy + 1]),
+                                  "wrote y[%lld], between the strided elements", (long long)(j * incy + 1));
+                }
+                free(part);
+                free(y);
+                free(y0);
+                free(bias);
+            }
+}
+
+/* A 1x1 NCHW convolution of one image with 1..3 output channels is a GEMM of
+ * that many rows over unit-stride B rows (the image's pixels), with the bias
+ * per row of C: forced onto the matrix-vector path on two threads with
+ * c = 97 input channels, the split over k carries the bias and ReLU to the
+ * slice that finishes last. */
+VT_ISA_TEST(gemv, ksplit_fused_epilogue, TMO)
+{
+    vx_gemm_plan ov;
+    memset(&ov, 0, sizeof ov);
+    ov.path = VX_PATH_GEMV;
+    ov.threads = 2;
+    vx_plan_set_override(&ov);
+    const int saved = vx_get_num_threads();
+    vx_set_num_threads(2);
+    for (int64_t k = 1; k <= 3; k++)
+        for (int var = 0; var < 3; var++) {
+            vt_conv_case c = vt_conv_make(VX_NCHW, 1, 97, 5 + var, 23, k, 1, 1);
+            c.bias = var != 0;
+            c.p.activation = var == 2 ? VX_ACT_RELU : VX_ACT_NONE;
+            c.seed = 300u + (uint64_t)(k * 3 + var);
+            c.tag = vt_isa_name(vt_isa);
+            vt_conv_check(&c);
+        }
+    vx_set_num_threads(saved);
+    vx_plan_set_override(NULL);
 }
 
 static int has_gemv(const vx_priced_plan *p, int n, double *ns, double *best_other)

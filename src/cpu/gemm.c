@@ -226,32 +226,37 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
 /* One thread's share: whichever grid cells are still unclaimed when it asks
  * (a thread slowed by anything, a busy core or a stolen vCPU, simply takes
  * fewer). Each thread packs into its own workspace slice. */
+static void run_cell(job *J, int64_t cell, float *ap, float *bp)
+{
+    const vx_gemm_plan *P = J->plan;
+    const int grid = P->threads_m * P->threads_n;
+    /* A one-cell grid (most small calls) skips the divisions. */
+    const int64_t item = grid == 1 ? cell : cell / grid;
+    const int rest = grid == 1 ? 0 : (int)(cell % grid);
+    const int ti = P->threads_n == 1 ? rest : rest / P->threads_n;
+    const int tj = P->threads_n == 1 ? 0 : rest % P->threads_n;
+    int64_t m0, m1, n0, n1;
+    split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
+    split(J->g->n, P->nr, P->threads_n, tj, &n0, &n1);
+    if (m0 >= m1 || n0 >= n1)
+        return;
+    const item_view v = view_of(J->g, item);
+    switch (P->path) {
+    case VX_PATH_DIRECT: run_inplace(J, &v, bp, m0, m1, n0, n1, 0); break;
+    case VX_PATH_PACK_B: run_inplace(J, &v, bp, m0, m1, n0, n1, 1); break;
+    default: run_packed(J, &v, ap, bp, m0, m1, n0, n1); break;
+    }
+}
+
 static void task(void *ctx, int tid, int nthreads)
 {
     job *J = ctx;
     const vx_gemm_plan *P = J->plan;
-    const int grid = P->threads_m * P->threads_n;
-    const int64_t cells = (int64_t)grid * items_of(J->g);
+    const int64_t cells = (int64_t)P->threads_m * P->threads_n * items_of(J->g);
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
-    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
-        /* A one-cell grid (most small calls) skips the divisions. */
-        const int64_t item = grid == 1 ? cell : cell / grid;
-        const int rest = grid == 1 ? 0 : (int)(cell % grid);
-        const int ti = P->threads_n == 1 ? rest : rest / P->threads_n;
-        const int tj = P->threads_n == 1 ? 0 : rest % P->threads_n;
-        int64_t m0, m1, n0, n1;
-        split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
-        split(J->g->n, P->nr, P->threads_n, tj, &n0, &n1);
-        if (m0 >= m1 || n0 >= n1)
-            continue;
-        const item_view v = view_of(J->g, item);
-        switch (P->path) {
-        case VX_PATH_DIRECT: run_inplace(J, &v, bp, m0, m1, n0, n1, 0); break;
-        case VX_PATH_PACK_B: run_inplace(J, &v, bp, m0, m1, n0, n1, 1); break;
-        default: run_packed(J, &v, ap, bp, m0, m1, n0, n1); break;
-        }
-    }
+    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;)
+        run_cell(J, cell, ap, bp);
 }
 
 /* ---- the matrix-vector path (m == 1 or n == 1) ---------------------------- */
@@ -269,6 +274,13 @@ typedef struct {
     int64_t chunk, chunks;   /* output elements per cell, cells per item */
     float *xbuf;             /* dot form with a strided x: contiguous copies, k per item */
     atomic_llong next_cell;
+    /* K split (axpy forms, one item): slice q takes the matrix's rows
+     * [q * kslice, (q + 1) * kslice) and leaves its partial sums, rows x len,
+     * at part + q * part_stride (rows part_rs apart) */
+    int kslices;
+    int64_t kslice, part_rs, part_stride;
+    float *part;
+    atomic_int slices_done;
 } gemv_job;
 
 /* Fill the form for g; 0 when neither form fits its strides. */
@@ -322,42 +334,100 @@ static int gemv_form(const vx_gemm_args *g, gemv_job *J, const vx_gemv_kernels *
     return 1;
 }
 
-static void gemv_task(void *ctx, int tid, int nthreads)
+/* The split over k. Slices go to threads by home (threadpool.h), not to
+ * whichever comes first, so each is read by the same core call after call
+ * (1x1000x2048, two threads on AMD Zen 1: 33 GB/s by thread number with the
+ * caller wandering between the cores, 67 by home).
+ * Whichever thread ends the last slice sums the partials and stores y
+ * (acquire-release on the count: it sees every other slice's sums). */
+static void gemv_ksplit_task(gemv_job *J, int tid, int nthreads)
 {
-    gemv_job *J = ctx;
     const vx_gemm_args *g = J->g;
-    const int64_t cells = J->chunks * items_of(g);
-    (void)tid;
-    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
-        const int64_t item = J->chunks == 1 ? cell : cell / J->chunks;
-        const int64_t lo = J->chunks == 1 ? 0 : (cell % J->chunks) * J->chunk;
-        const int64_t n = min64(J->chunk, J->len - lo);
-        if (n <= 0)
+    const item_view v = view_of(g, 0);
+    const float *mat = J->x_is_a ? v.b : v.a;
+    const float *x = J->x_is_a ? v.a : v.b;
+    const vx_gemv_store plain[VX_GEMV_ROWS_MAX] = { { 1.0f, 0.0f, NULL, 0.0f, 0 }, { 1.0f, 0.0f, NULL, 0.0f, 0 },
+                                                    { 1.0f, 0.0f, NULL, 0.0f, 0 }, { 1.0f, 0.0f, NULL, 0.0f, 0 } };
+    const int by_home = nthreads == J->kslices; /* else the pool was busy: one thread takes them all */
+    for (int i = tid; i < J->kslices; i += nthreads) {
+        const int q = by_home ? vx_pool_home(tid, nthreads) : i;
+        const int64_t k0 = q * J->kslice, kl = min64(J->kslice, g->k - k0);
+        float *part = J->part + q * J->part_stride;
+        if (J->rows > 1)
+            J->K->axpy_rows(J->rows, J->len, kl, mat + k0 * J->ldm, J->ldm, x + k0 * J->incx, g->a_rs, J->incx, part,
+                            J->part_rs, plain);
+        else
+            J->K->axpy(J->len, kl, mat + k0 * J->ldm, J->ldm, x + k0 * J->incx, J->incx, part, 1, plain);
+        if (atomic_fetch_add_explicit(&J->slices_done, 1, memory_order_acq_rel) != J->kslices - 1)
             continue;
-        const item_view v = view_of(g, item);
-        const float *mat = J->x_is_a ? v.b : v.a;
-        const float *x = J->x_is_a ? v.a : v.b;
-        /* The bias along y is per element; the one along the unit dimension is a scalar. */
         const float *bias_y = J->x_is_a ? v.bias_col : v.bias_row;
         const float *bias_1 = J->x_is_a ? v.bias_row : v.bias_col;
         const int ep = ext_of(g)->epilogue;
-        const vx_gemv_store st = {g->alpha, g->beta, ep && bias_y ? bias_y + lo : NULL,
-                                  ep && bias_1 ? bias_1[0] : 0.0f, ep && ext_of(g)->relu};
-        float *y = v.c + lo * J->incy;
-        if (J->rows > 1) {
-            /* per row of C: its scalar bias (bias_row), the per-column one along y */
-            vx_gemv_store rs[VX_GEMV_ROWS_MAX];
-            for (int i = 0; i < J->rows; i++)
-                rs[i] = (vx_gemv_store){ g->alpha, g->beta, st.bias_vec, ep && v.bias_row ? v.bias_row[i] : 0.0f,
-                                         st.relu };
-            J->K->axpy_rows(J->rows, n, g->k, mat + lo, J->ldm, x, g->a_rs, J->incx, y, g->c_rs, rs);
-        } else if (J->dot) {
-            const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
-            J->K->dot(n, g->k, mat + lo * J->ldm, J->ldm, xc, y, J->incy, &st);
-        } else {
-            J->K->axpy(n, g->k, mat + lo, J->ldm, x, J->incx, y, J->incy, &st);
+        for (int r = 0; r < J->rows; r++) {
+            const float b1 = ep && bias_1 ? bias_1[J->rows > 1 ? r : 0] : 0.0f;
+            const vx_gemv_store st = { g->alpha, g->beta, ep && bias_y ? bias_y : NULL, b1, ep && ext_of(g)->relu };
+            J->K->sum_store(J->kslices, J->part + r * J->part_rs, J->part_stride, J->len,
+                            v.c + r * (J->rows > 1 ? g->c_rs : 0), J->incy, &st);
         }
     }
+}
+
+static void gemv_cell(gemv_job *J, int64_t cell)
+{
+    const vx_gemm_args *g = J->g;
+    const int64_t item = J->chunks == 1 ? cell : cell / J->chunks;
+    const int64_t lo = J->chunks == 1 ? 0 : (cell % J->chunks) * J->chunk;
+    const int64_t n = min64(J->chunk, J->len - lo);
+    if (n <= 0)
+        return;
+    const item_view v = view_of(g, item);
+    const float *mat = J->x_is_a ? v.b : v.a;
+    const float *x = J->x_is_a ? v.a : v.b;
+    /* The bias along y is per element; the one along the unit dimension is a scalar. */
+    const float *bias_y = J->x_is_a ? v.bias_col : v.bias_row;
+    const float *bias_1 = J->x_is_a ? v.bias_row : v.bias_col;
+    const int ep = ext_of(g)->epilogue;
+    const vx_gemv_store st = {g->alpha, g->beta, ep && bias_y ? bias_y + lo : NULL,
+                              ep && bias_1 ? bias_1[0] : 0.0f, ep && ext_of(g)->relu};
+    float *y = v.c + lo * J->incy;
+    if (J->rows > 1) {
+        /* per row of C: its scalar bias (bias_row), the per-column one along y */
+        vx_gemv_store rs[VX_GEMV_ROWS_MAX];
+        for (int i = 0; i < J->rows; i++)
+            rs[i] = (vx_gemv_store){ g->alpha, g->beta, st.bias_vec, ep && v.bias_row ? v.bias_row[i] : 0.0f,
+                                     st.relu };
+        J->K->axpy_rows(J->rows, n, g->k, mat + lo, J->ldm, x, g->a_rs, J->incx, y, g->c_rs, rs);
+    } else if (J->dot) {
+        const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
+        J->K->dot(n, g->k, mat + lo * J->ldm, J->ldm, xc, y, J->incy, &st);
+    } else {
+        J->K->axpy(n, g->k, mat + lo, J->ldm, x, J->incx, y, J->incy, &st);
+    }
+}
+
+static void gemv_task(void *ctx, int tid, int nthreads)
+{
+    gemv_job *J = ctx;
+    const int64_t cells = J->chunks * items_of(J->g);
+    if (J->kslices > 1) {
+        gemv_ksplit_task(J, tid, nthreads);
+        return;
+    }
+    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;)
+        gemv_cell(J, cell);
+}
+
+/* Whether splitting k among the threads beats splitting y. Split by y,
+ * each thread reads a run of len / threads floats of every row; a run
+ * shorter than two 4 KiB pages streams badly (the prefetchers stop at page
+ * ends), and split by k each thread reads one contiguous range instead.
+ * With long runs the split by y keeps both threads in the same DRAM pages
+ * and won by 4 % (1 x 4096..8448 x 1536..25088 from DRAM); split by k costs
+ * threads x rows partial vectors, at most 1/8 of the matrix here. Measured
+ * on AMD Zen 1, two threads: NOTES.md, 2026-11-24 (ninth session). */
+static int ksplit_pays(int64_t len, int64_t k, int rows, int threads)
+{
+    return len < (int64_t)threads * 2048 && k >= (int64_t)threads * rows * 8;
 }
 
 /* Splits y over the threads in multiples of the kernel's step; a dot form
@@ -368,9 +438,24 @@ static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_
     J->K = vx_gemv_kernels_for(plan->isa);
     const int64_t unit = J->dot ? J->K->dot_rows : J->K->axpy_cols;
     const int threads = plan->threads < 1 ? 1 : plan->threads;
+    J->kslices = 1;
     if (threads == 1) { /* one chunk: none of the three 64-bit divisions (~40 cycles each on Zen 1) */
         J->chunk = J->len;
         J->chunks = 1;
+    } else if (!J->dot && items == 1 && ksplit_pays(J->len, g->k, J->rows, threads)) {
+        /* The matrix's rows split among the threads: each streams one
+         * contiguous range (1x768x3072, B 9.4 MB, repeated, two threads on
+         * AMD Zen 1: 25 GB/s split by columns, 94 by k). */
+        J->kslice = (g->k + threads - 1) / threads;
+        J->kslices = (int)((g->k + J->kslice - 1) / J->kslice); /* none empty */
+        J->part_rs = (J->len + 15) / 16 * 16;
+        J->part_stride = J->rows * J->part_rs;
+        J->chunk = J->len;
+        J->chunks = 1;
+        if (!(J->part = vx_scratch(SLOT_VECTOR, (size_t)(J->kslices * J->part_stride))))
+            return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %lld floats of partial sums",
+                           (long long)(J->kslices * J->part_stride));
+        atomic_init(&J->slices_done, 0);
     } else {
         const int64_t per = (J->len + threads - 1) / threads;
         J->chunk = (per + unit - 1) / unit * unit;
@@ -389,7 +474,7 @@ static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_
         }
     }
     atomic_init(&J->next_cell, 0);
-    const int64_t cells = J->chunks * items;
+    const int64_t cells = J->kslices > 1 ? J->kslices : J->chunks * items;
     const int t = cells < threads ? (int)cells : threads;
     const int used = t > 1 ? vx_pool_run(gemv_task, J, t) : (gemv_task(J, 0, 1), 1);
     if (threads_used)

@@ -42,6 +42,12 @@ typedef void (*vx_gemv_axpy_rows_fn)(int rows, int64_t len, int64_t k, const flo
                                      const float *x, int64_t x_rs, int64_t incx, float *y, int64_t y_rs,
                                      const vx_gemv_store *s);
 
+/* The end of a K-split product: y[j*incy] = store(sum over q < parts of
+ * part[q*part_stride + j]) for j < len, the parts being partial sums of
+ * disjoint ranges of k. */
+typedef void (*vx_gemv_sum_store_fn)(int parts, const float *part, int64_t part_stride, int64_t len, float *y,
+                                     int64_t incy, const vx_gemv_store *s);
+
 typedef struct {
     vx_gemv_dot_fn dot;
     vx_gemv_axpy_fn axpy;
@@ -50,6 +56,7 @@ typedef struct {
     vx_gemv_axpy_rows_fn axpy_rows;
     int rows_max;   /* most rows a GEMM hands axpy_rows (<= VX_GEMV_ROWS_MAX, all of
                        which it takes, and 1) */
+    vx_gemv_sum_store_fn sum_store;
 } vx_gemv_kernels;
 
 const vx_gemv_kernels *vx_gemv_kernels_for(vx_isa isa);

@@ -117,6 +117,29 @@ static void store_block(const float *acc, int64_t nb, float *y, int64_t incy, in
         y[(j0 + j) * incy] = store_one(acc[j], y + (j0 + j) * incy, s, j0 + j);
 }
 
+void FN(sum_store)(int parts, const float *part, int64_t part_stride, int64_t len, float *y, int64_t incy,
+                   const vx_gemv_store *s)
+{
+    enum { NB = 1024 };
+    float acc[NB] __attribute__((aligned(64)));
+    for (int64_t j0 = 0; j0 < len; j0 += NB) {
+        const int64_t nb = len - j0 < NB ? len - j0 : NB, nv = nb / W * W;
+        for (int64_t j = 0; j < nv; j += W) {
+            vf t = ld(part + j0 + j);
+            for (int q = 1; q < parts; q++)
+                t += ld(part + q * part_stride + j0 + j);
+            st(acc + j, t);
+        }
+        for (int64_t j = nv; j < nb; j++) {
+            float t = part[j0 + j];
+            for (int q = 1; q < parts; q++)
+                t += part[q * part_stride + j0 + j];
+            acc[j] = t;
+        }
+        store_block(acc, nb, y, incy, j0, s);
+    }
+}
+
 /* Rows stream in order, four at a time, each one's block of NB columns
  * contiguous (whole pages: one TLB miss per page and the prefetchers see
  * plain sequential streams); the partial sums of the block stay in an

@@ -109,6 +109,13 @@ static int ensure_workers(int n)
     return usable < n ? usable : n;
 }
 
+int vx_pool_home(int tid, int nthreads)
+{
+    if (nthreads <= 1)
+        return 0;
+    return g_caller_core >= 0 ? (g_caller_core + tid) % nthreads : tid;
+}
+
 int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
 {
     if (nthreads > 1 && !atomic_flag_test_and_set_explicit(&g_busy, memory_order_acquire)) {

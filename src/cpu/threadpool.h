@@ -25,6 +25,15 @@ static inline int64_t vx_pool_claim(atomic_llong *next, int64_t prev, int64_t st
  * (1 when the pool is busy or a worker cannot be started). */
 int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads);
 
+/* Inside a region of n threads: thread tid's home, a number in 0..n-1, one
+ * per thread, tied to the core the thread runs on: (the caller's core +
+ * tid) mod n, which is the core itself when n is the core count. Work
+ * handed out by home rather than first come first served lands on the same
+ * core call after call, even when the caller moves between cores, so a
+ * caller repeating a shape finds its share of the operands in that core's
+ * caches. */
+int vx_pool_home(int tid, int nthreads);
+
 /* 1 while the workers still spin after the last region (a region now
  * starts without a sleeping thread to wake), 0 when they have gone to sleep
  * or never started. The analyzer prices a parallel region by this. Every
