@@ -281,6 +281,7 @@ typedef struct {
     int64_t kslice, part_rs, part_stride;
     float *part;
     atomic_int slices_done;
+    atomic_ullong slices_claimed; /* bit q: slice q taken (so at most 64 slices) */
 } gemv_job;
 
 /* Fill the form for g; 0 when neither form fits its strides. */
@@ -334,12 +335,21 @@ static int gemv_form(const vx_gemm_args *g, gemv_job *J, const vx_gemv_kernels *
     return 1;
 }
 
-/* The split over k. Slices go to threads by home (threadpool.h), not to
- * whichever comes first, so each is read by the same core call after call
+/* Claims slice q of a k split: 1 for the one thread that gets it. */
+static inline int claim_slice(gemv_job *J, int q)
+{
+    const unsigned long long bit = 1ull << q;
+    return !(atomic_fetch_or_explicit(&J->slices_claimed, bit, memory_order_relaxed) & bit);
+}
+
+/* The split over k. Each thread first takes the slice of its home
+ * (threadpool.h), so each slice is read by the same core call after call
  * (1x1000x2048, two threads on AMD Zen 1: 33 GB/s by thread number with the
- * caller wandering between the cores, 67 by home).
- * Whichever thread ends the last slice sums the partials and stores y
- * (acquire-release on the count: it sees every other slice's sums). */
+ * caller wandering between the cores, 67 by home), then any slice still
+ * unclaimed: a caller whose worker wakes late (~28 us from sleep) runs the
+ * worker's slice itself instead of waiting. Whichever thread ends the last
+ * slice sums the partials and stores y (acquire-release on the count: it
+ * sees every other slice's sums). */
 static void gemv_ksplit_task(gemv_job *J, int tid, int nthreads)
 {
     const vx_gemm_args *g = J->g;
@@ -348,9 +358,11 @@ static void gemv_ksplit_task(gemv_job *J, int tid, int nthreads)
     const float *x = J->x_is_a ? v.a : v.b;
     const vx_gemv_store plain[VX_GEMV_ROWS_MAX] = { { 1.0f, 0.0f, NULL, 0.0f, 0 }, { 1.0f, 0.0f, NULL, 0.0f, 0 },
                                                     { 1.0f, 0.0f, NULL, 0.0f, 0 }, { 1.0f, 0.0f, NULL, 0.0f, 0 } };
-    const int by_home = nthreads == J->kslices; /* else the pool was busy: one thread takes them all */
-    for (int i = tid; i < J->kslices; i += nthreads) {
-        const int q = by_home ? vx_pool_home(tid, nthreads) : i;
+    const int home = vx_pool_home(tid, nthreads) % J->kslices;
+    for (int i = 0; i < J->kslices; i++) {
+        const int q = (home + i) % J->kslices;
+        if (!claim_slice(J, q))
+            continue;
         const int64_t k0 = q * J->kslice, kl = min64(J->kslice, g->k - k0);
         float *part = J->part + q * J->part_stride;
         if (J->rows > 1)
@@ -446,7 +458,8 @@ static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_
         /* The matrix's rows split among the threads: each streams one
          * contiguous range (1x768x3072, B 9.4 MB, repeated, two threads on
          * AMD Zen 1: 25 GB/s split by columns, 94 by k). */
-        J->kslice = (g->k + threads - 1) / threads;
+        const int most = threads < 64 ? threads : 64;
+        J->kslice = (g->k + most - 1) / most;
         J->kslices = (int)((g->k + J->kslice - 1) / J->kslice); /* none empty */
         J->part_rs = (J->len + 15) / 16 * 16;
         J->part_stride = J->rows * J->part_rs;
@@ -456,6 +469,7 @@ static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_
             return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %lld floats of partial sums",
                            (long long)(J->kslices * J->part_stride));
         atomic_init(&J->slices_done, 0);
+        atomic_init(&J->slices_claimed, 0);
     } else {
         const int64_t per = (J->len + threads - 1) / threads;
         J->chunk = (per + unit - 1) / unit * unit;
