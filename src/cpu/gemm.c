@@ -226,37 +226,32 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
 /* One thread's share: whichever grid cells are still unclaimed when it asks
  * (a thread slowed by anything, a busy core or a stolen vCPU, simply takes
  * fewer). Each thread packs into its own workspace slice. */
-static void run_cell(job *J, int64_t cell, float *ap, float *bp)
-{
-    const vx_gemm_plan *P = J->plan;
-    const int grid = P->threads_m * P->threads_n;
-    /* A one-cell grid (most small calls) skips the divisions. */
-    const int64_t item = grid == 1 ? cell : cell / grid;
-    const int rest = grid == 1 ? 0 : (int)(cell % grid);
-    const int ti = P->threads_n == 1 ? rest : rest / P->threads_n;
-    const int tj = P->threads_n == 1 ? 0 : rest % P->threads_n;
-    int64_t m0, m1, n0, n1;
-    split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
-    split(J->g->n, P->nr, P->threads_n, tj, &n0, &n1);
-    if (m0 >= m1 || n0 >= n1)
-        return;
-    const item_view v = view_of(J->g, item);
-    switch (P->path) {
-    case VX_PATH_DIRECT: run_inplace(J, &v, bp, m0, m1, n0, n1, 0); break;
-    case VX_PATH_PACK_B: run_inplace(J, &v, bp, m0, m1, n0, n1, 1); break;
-    default: run_packed(J, &v, ap, bp, m0, m1, n0, n1); break;
-    }
-}
-
 static void task(void *ctx, int tid, int nthreads)
 {
     job *J = ctx;
     const vx_gemm_plan *P = J->plan;
-    const int64_t cells = (int64_t)P->threads_m * P->threads_n * items_of(J->g);
+    const int grid = P->threads_m * P->threads_n;
+    const int64_t cells = (int64_t)grid * items_of(J->g);
     float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
     float *bp = ap + J->ws_a;
-    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;)
-        run_cell(J, cell, ap, bp);
+    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
+        /* A one-cell grid (most small calls) skips the divisions. */
+        const int64_t item = grid == 1 ? cell : cell / grid;
+        const int rest = grid == 1 ? 0 : (int)(cell % grid);
+        const int ti = P->threads_n == 1 ? rest : rest / P->threads_n;
+        const int tj = P->threads_n == 1 ? 0 : rest % P->threads_n;
+        int64_t m0, m1, n0, n1;
+        split(J->g->m, P->mr, P->threads_m, ti, &m0, &m1);
+        split(J->g->n, P->nr, P->threads_n, tj, &n0, &n1);
+        if (m0 >= m1 || n0 >= n1)
+            continue;
+        const item_view v = view_of(J->g, item);
+        switch (P->path) {
+        case VX_PATH_DIRECT: run_inplace(J, &v, bp, m0, m1, n0, n1, 0); break;
+        case VX_PATH_PACK_B: run_inplace(J, &v, bp, m0, m1, n0, n1, 1); break;
+        default: run_packed(J, &v, ap, bp, m0, m1, n0, n1); break;
+        }
+    }
 }
 
 /* ---- the matrix-vector path (m == 1 or n == 1) ---------------------------- */
@@ -335,6 +330,19 @@ static int gemv_form(const vx_gemm_args *g, gemv_job *J, const vx_gemv_kernels *
     return 1;
 }
 
+/* The store of output row r (0 unless a few-row form) of item view v, y
+ * starting at element lo: the bias along y is per element, the one along
+ * the unit dimension a scalar (per row of C in the few-row form). */
+static vx_gemv_store row_store(const gemv_job *J, const item_view *v, int64_t lo, int r)
+{
+    const vx_gemm_args *g = J->g;
+    const float *bias_y = J->x_is_a ? v->bias_col : v->bias_row;
+    const float *bias_1 = J->x_is_a ? v->bias_row : v->bias_col;
+    const int ep = ext_of(g)->epilogue;
+    return (vx_gemv_store){ g->alpha, g->beta, ep && bias_y ? bias_y + lo : NULL, ep && bias_1 ? bias_1[r] : 0.0f,
+                            ep && ext_of(g)->relu };
+}
+
 /* Claims slice q of a k split: 1 for the one thread that gets it. */
 static inline int claim_slice(gemv_job *J, int q)
 {
@@ -356,8 +364,9 @@ static void gemv_ksplit_task(gemv_job *J, int tid, int nthreads)
     const item_view v = view_of(g, 0);
     const float *mat = J->x_is_a ? v.b : v.a;
     const float *x = J->x_is_a ? v.a : v.b;
-    const vx_gemv_store plain[VX_GEMV_ROWS_MAX] = { { 1.0f, 0.0f, NULL, 0.0f, 0 }, { 1.0f, 0.0f, NULL, 0.0f, 0 },
-                                                    { 1.0f, 0.0f, NULL, 0.0f, 0 }, { 1.0f, 0.0f, NULL, 0.0f, 0 } };
+    vx_gemv_store plain[VX_GEMV_ROWS_MAX]; /* the partial sums as they are */
+    for (int r = 0; r < VX_GEMV_ROWS_MAX; r++)
+        plain[r] = (vx_gemv_store){ 1.0f, 0.0f, NULL, 0.0f, 0 };
     const int home = vx_pool_home(tid, nthreads) % J->kslices;
     for (int i = 0; i < J->kslices; i++) {
         const int q = (home + i) % J->kslices;
@@ -372,61 +381,48 @@ static void gemv_ksplit_task(gemv_job *J, int tid, int nthreads)
             J->K->axpy(J->len, kl, mat + k0 * J->ldm, J->ldm, x + k0 * J->incx, J->incx, part, 1, plain);
         if (atomic_fetch_add_explicit(&J->slices_done, 1, memory_order_acq_rel) != J->kslices - 1)
             continue;
-        const float *bias_y = J->x_is_a ? v.bias_col : v.bias_row;
-        const float *bias_1 = J->x_is_a ? v.bias_row : v.bias_col;
-        const int ep = ext_of(g)->epilogue;
         for (int r = 0; r < J->rows; r++) {
-            const float b1 = ep && bias_1 ? bias_1[J->rows > 1 ? r : 0] : 0.0f;
-            const vx_gemv_store st = { g->alpha, g->beta, ep && bias_y ? bias_y : NULL, b1, ep && ext_of(g)->relu };
-            J->K->sum_store(J->kslices, J->part + r * J->part_rs, J->part_stride, J->len,
-                            v.c + r * (J->rows > 1 ? g->c_rs : 0), J->incy, &st);
+            const vx_gemv_store st = row_store(J, &v, 0, r);
+            J->K->sum_store(J->kslices, J->part + r * J->part_rs, J->part_stride, J->len, v.c + r * g->c_rs,
+                            J->incy, &st);
         }
-    }
-}
-
-static void gemv_cell(gemv_job *J, int64_t cell)
-{
-    const vx_gemm_args *g = J->g;
-    const int64_t item = J->chunks == 1 ? cell : cell / J->chunks;
-    const int64_t lo = J->chunks == 1 ? 0 : (cell % J->chunks) * J->chunk;
-    const int64_t n = min64(J->chunk, J->len - lo);
-    if (n <= 0)
-        return;
-    const item_view v = view_of(g, item);
-    const float *mat = J->x_is_a ? v.b : v.a;
-    const float *x = J->x_is_a ? v.a : v.b;
-    /* The bias along y is per element; the one along the unit dimension is a scalar. */
-    const float *bias_y = J->x_is_a ? v.bias_col : v.bias_row;
-    const float *bias_1 = J->x_is_a ? v.bias_row : v.bias_col;
-    const int ep = ext_of(g)->epilogue;
-    const vx_gemv_store st = {g->alpha, g->beta, ep && bias_y ? bias_y + lo : NULL,
-                              ep && bias_1 ? bias_1[0] : 0.0f, ep && ext_of(g)->relu};
-    float *y = v.c + lo * J->incy;
-    if (J->rows > 1) {
-        /* per row of C: its scalar bias (bias_row), the per-column one along y */
-        vx_gemv_store rs[VX_GEMV_ROWS_MAX];
-        for (int i = 0; i < J->rows; i++)
-            rs[i] = (vx_gemv_store){ g->alpha, g->beta, st.bias_vec, ep && v.bias_row ? v.bias_row[i] : 0.0f,
-                                     st.relu };
-        J->K->axpy_rows(J->rows, n, g->k, mat + lo, J->ldm, x, g->a_rs, J->incx, y, g->c_rs, rs);
-    } else if (J->dot) {
-        const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
-        J->K->dot(n, g->k, mat + lo * J->ldm, J->ldm, xc, y, J->incy, &st);
-    } else {
-        J->K->axpy(n, g->k, mat + lo, J->ldm, x, J->incx, y, J->incy, &st);
     }
 }
 
 static void gemv_task(void *ctx, int tid, int nthreads)
 {
     gemv_job *J = ctx;
-    const int64_t cells = J->chunks * items_of(J->g);
+    const vx_gemm_args *g = J->g;
+    const int64_t cells = J->chunks * items_of(g);
     if (J->kslices > 1) {
         gemv_ksplit_task(J, tid, nthreads);
         return;
     }
-    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;)
-        gemv_cell(J, cell);
+    for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
+        const int64_t item = J->chunks == 1 ? cell : cell / J->chunks;
+        const int64_t lo = J->chunks == 1 ? 0 : (cell % J->chunks) * J->chunk;
+        const int64_t n = min64(J->chunk, J->len - lo);
+        if (n <= 0)
+            continue;
+        const item_view v = view_of(g, item);
+        const float *mat = J->x_is_a ? v.b : v.a;
+        const float *x = J->x_is_a ? v.a : v.b;
+        float *y = v.c + lo * J->incy;
+        if (J->rows > 1) {
+            vx_gemv_store rs[VX_GEMV_ROWS_MAX];
+            for (int i = 0; i < J->rows; i++)
+                rs[i] = row_store(J, &v, lo, i);
+            J->K->axpy_rows(J->rows, n, g->k, mat + lo, J->ldm, x, g->a_rs, J->incx, y, g->c_rs, rs);
+        } else {
+            const vx_gemv_store st = row_store(J, &v, lo, 0);
+            if (J->dot) {
+                const float *xc = J->xbuf ? J->xbuf + item * g->k : x;
+                J->K->dot(n, g->k, mat + lo * J->ldm, J->ldm, xc, y, J->incy, &st);
+            } else {
+                J->K->axpy(n, g->k, mat + lo, J->ldm, x, J->incx, y, J->incy, &st);
+            }
+        }
+    }
 }
 
 /* Whether splitting k among the threads beats splitting y. Split by y,
@@ -442,8 +438,9 @@ static int ksplit_pays(int64_t len, int64_t k, int rows, int threads)
     return len < (int64_t)threads * 2048 && k >= (int64_t)threads * rows * 8;
 }
 
-/* Splits y over the threads in multiples of the kernel's step; a dot form
- * with a strided x reads a contiguous copy of it (k floats per item). */
+/* Splits y over the threads in multiples of the kernel's step, or k where
+ * ksplit_pays; a dot form with a strided x reads a contiguous copy of it (k
+ * floats per item). */
 static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_job *J, int *threads_used)
 {
     const int64_t items = items_of(g);
