@@ -40,6 +40,8 @@ static const shape shapes[] = {
     { 2, 7, 6, 9, 7, 3, 3, 1, 1, 1, 7 },        /* depthwise */
     { 1, 16, 11, 10, 32, 5, 5, 2, 2, 1, 16 },   /* depthwise, multiplier 2 */
     { 1, 9, 4, 12, 9, 3, 1, 1, 4, 2, 9 },       /* depthwise, pad > r */
+    { 1, 1, 7, 23, 5, 3, 7, 2, 3, 1, 1 },       /* one channel: NHWC gathers whole filter rows, */
+    { 2, 2, 5, 19, 3, 1, 9, 1, 4, 1, 1 },       /* cut by the padding on both sides */
 };
 
 static void run_forced(const vx_gemm_plan *ov, const char *what)

@@ -80,7 +80,12 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
          * channels where they are contiguous (conv_inplace.c), else one
          * tap's c/groups */
         v->shape.a_seg = v->pointwise ? 0 : p->dilation_w == 1 && p->groups == 1 ? p->s * v->cg : v->cg;
-        v->shape.a_run = v->pointwise ? 0 : v->cg;
+        /* copied, a row's contiguous runs: a filter row's s*c channels with
+         * one group and dilation 1 (cut at 64 floats), else one tap's
+         * (conv_gather.c) */
+        v->shape.a_run = v->pointwise ? 0
+                         : p->dilation_w == 1 && p->groups == 1 ? (p->s * v->cg < 64 ? p->s * v->cg : 64)
+                                                                : v->cg;
         if (!v->pointwise) {
             /* output columns whose taps reach into the padding, left and right */
             const int64_t left = cdiv(p->pad_w, p->stride_w);
