@@ -21,10 +21,10 @@
 #                  args (and without --quick) it runs them on the full
 #                  run's budget, --target-seconds 0.2 --case-seconds 3
 #                  --passes 2 --min-reps 2 (on the 2-core AMD guest of
-#                  RESULTS.md: about 1 h 50 min, measured suite by suite,
-#                  on a day it ran 2.5x slower than on 2026-11-23, so an
-#                  estimated 45 minutes at that day's speed; conv/cnn is
-#                  about half of it; NOTES.md has the timings)
+#                  RESULTS.md: 84 minutes, measured suite by suite, on a
+#                  day it ran 2.5x slower than on 2026-11-23, so an
+#                  estimated 34 minutes at that day's speed; NOTES.md has
+#                  the timings)
 #   --quick        the deterministic --quick subset of each suite, less time
 #                  per case (all of 'paper' in about 5 minutes on 2 cores)
 #   --mode M       steady, dynamic or both (default both)
