@@ -21,6 +21,7 @@ ISAS = {
     "avx2": dict(w=8, regs=16),
 }
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
+SEG_VARIANT = "asbp_seg"  # in-place A in segments, packed B (vx_ukernel_seg_fn)
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 # Rows of in-place B fetched ahead (~100 cycles of L3 latency). Shorter
 # distances win while B stays in L3 between calls (AMD Zen 1, 16-row shapes
@@ -51,6 +52,13 @@ def fname(isa, nr, m, variant):
 SIG = ("(int64_t k, const float *restrict a, int64_t a_rs, int64_t a_cs, "
        "const float *restrict b, int64_t b_rs, float *restrict c, int64_t c_rs, "
        "int64_t n, float alpha, float beta, const vx_epilogue *ep)")
+# The segmented in-place-A variant (ukernel.h, vx_ukernel_seg_fn): k in
+# segments of seg_len steps, segment t's A at a + t * a_jump and its packed
+# B at b + t * b_jump.
+SIG_SEG = ("(int64_t k_all, const float *restrict a, int64_t a_rs, int64_t a_cs, "
+           "const float *restrict b, int64_t b_rs, float *restrict c, int64_t c_rs, "
+           "int64_t n, float alpha, float beta, const vx_epilogue *ep, "
+           "int64_t seg_len, int64_t a_jump, int64_t b_jump)")
 
 
 class Isa:
@@ -155,11 +163,11 @@ def store_stage(I, m, V, full, ind):
     return L
 
 
-def kernel(isa, nr, m, variant, a_packed, b_packed):
+def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False):
     I = Isa(isa)
     V = nr // I.w
     L = []
-    L.append(f"void {fname(isa, nr, m, variant)}{SIG}")
+    L.append(f"void {fname(isa, nr, m, variant)}{SIG_SEG if seg else SIG}")
     L.append("{")
     if a_packed:
         L.append("    (void)a_rs; (void)a_cs;")
@@ -171,6 +179,20 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         L.append("    " + I.mask_decl(v))
     if not a_packed and m == 1:
         L.append("    (void)a_rs;")
+    def prefetch_c():
+        """Warm the C tile while the K loop runs: its rows are far apart."""
+        for i in range(m):
+            for v in range(0, V, max(1, 64 // (4 * I.w))):
+                L.append(f"    __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")
+    if seg:
+        prefetch_c()  # once, before the segments
+        # Segments: the A and B pointers restart at the segment's base;
+        # the accumulators carry on.
+        L.append("    const float *a_seg = a, *b_seg = b;")
+        L.append("    for (int64_t k0 = 0; k0 < k_all; k0 += seg_len, a_seg += a_jump, b_seg += b_jump) {")
+        L.append("    const int64_t k = seg_len < k_all - k0 ? seg_len : k_all - k0;")
+        L.append("    a = a_seg;")
+        L.append("    b = b_seg;")
     if not a_packed:
         # In-place A: one pointer per group of A_GROUP rows, the rows of a
         # group at base + j * a_rs (addressed as base + a_rs * 4 or * 8),
@@ -182,10 +204,8 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
         # and small calls no faster.)
         for g in range((m + A_GROUP - 1) // A_GROUP):
             L.append(f"    const float *ag{g} = a + {g * A_GROUP} * a_rs;")
-    # Warm the C tile while the K loop runs: its rows are far apart.
-    for i in range(m):
-        for v in range(0, V, max(1, 64 // (4 * I.w))):
-            L.append(f"    __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")
+    if not seg:
+        prefetch_c()
 
     def a_elem(i, u):
         if a_packed:
@@ -257,6 +277,8 @@ def kernel(isa, nr, m, variant, a_packed, b_packed):
 
     if b_packed:
         L += kloop(V, False, "    ")
+        if seg:
+            L.append("    }")
     elif I.name == "avx512":
         # Strided B: only the n valid columns may be read. Masked loads
         # cost AVX-512 nothing, so one loop masks every vector.
@@ -337,6 +359,9 @@ def emit_isa(isa, only_nr=None):
                 out.append(f"void {fname(isa, nr, m, variant)}{SIG};")
                 out.append(kernel(isa, nr, m, variant, ap, bp))
                 out.append("")
+            out.append(f"void {fname(isa, nr, m, SEG_VARIANT)}{SIG_SEG};")
+            out.append(kernel(isa, nr, m, SEG_VARIANT, False, True, seg=True))
+            out.append("")
     return "\n".join(out) + "\n"
 
 
@@ -348,6 +373,7 @@ def emit_table():
             for m in range(1, mr_max + 1):
                 for variant, _, _ in VARIANTS:
                     out.append(f"void {fname(isa, nr, m, variant)}{SIG};")
+                out.append(f"void {fname(isa, nr, m, SEG_VARIANT)}{SIG_SEG};")
     out.append("")
     order = {"avx2": "VX_ISA_AVX2", "avx512": "VX_ISA_AVX512"}
     for isa in ISAS:
@@ -355,10 +381,12 @@ def emit_table():
             for variant, _, _ in VARIANTS:
                 names = ", ".join(fname(isa, nr, m, variant) for m in range(1, mr_max + 1))
                 out.append(f"static const vx_ukernel_fn {isa}_n{nr}_{variant}[{mr_max}] = {{ {names} }};")
+            names = ", ".join(fname(isa, nr, m, SEG_VARIANT) for m in range(1, mr_max + 1))
+            out.append(f"static const vx_ukernel_seg_fn {isa}_n{nr}_{SEG_VARIANT}[{mr_max}] = {{ {names} }};")
         fams = []
         for nr, mr_max in tiles(isa):
             ks = ", ".join(f"{isa}_n{nr}_{v}" for v, _, _ in VARIANTS)
-            fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }} }},")
+            fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }}, {isa}_n{nr}_{SEG_VARIANT} }},")
         out.append(f"static const vx_ukernel_family {isa}_families[] = {{")
         out += fams
         out.append("};")

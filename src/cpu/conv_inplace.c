@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/hw.h"
 #include "cpu/conv.h"
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
@@ -28,6 +29,8 @@ typedef struct {
     const vx_conv_view *v;
     const vx_gemm_plan *plan;
     const vx_ukernel_fn *kern;   /* strided A, packed B: kern[m - 1] */
+    const vx_ukernel_seg_fn *seg; /* the same in segments: seg[m - 1] */
+    int64_t seg_max_bytes;       /* most packed filter one segmented call reads (segment) */
     const float *in, *bias;
     float *out;
     const float *filter;         /* KRSC */
@@ -121,6 +124,28 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
     /* rows of A: pixels stride_w input columns apart (a one-pixel segment
      * has no second row, and its stride may not even be representable) */
     const int64_t a_rs = x1 - x0 > 1 ? p->stride_w * C : 0;
+    /* Filter rows merged into runs (one group, dilation 1) are equally
+     * long, start at the same filter column and lie in consecutive input
+     * rows, dilation_h input rows apart: a constant distance in the input
+     * and in the packed filter. With few channels such runs are short
+     * (k = 5 for one channel and a 5x5 filter), and a call per run loaded
+     * and stored its C tile every 5 steps, running at about half the FMA
+     * peak; one segmented call per pixel tile takes them all, while all
+     * the runs' packed filter stays in L2 (seg_max_bytes). */
+    if (merge && nrun > 1 && run_len[0] * nrun * nr * (int64_t)sizeof(float) <= J->seg_max_bytes) {
+        const int64_t r0 = run_r[0], s0 = run_s[0], len = run_len[0];
+        const int64_t ih0 = oh * p->stride_h - p->pad_h + r0 * p->dilation_h;
+        const float *row0 = J->in + ((im * p->h + ih0) * p->w) * C + g * cg;
+        const int64_t a_jump = p->dilation_h * p->w * C, b_jump = p->s * cg * nr;
+        const float *b0 = bp + (r0 * p->s + s0) * cg * nr;
+        for (int64_t x = x0; x < x1; x += mr) {
+            const int mm = (int)min64(mr, x1 - x);
+            const int64_t iw = x * p->stride_w - p->pad_w + s0 * p->dilation_w;
+            J->seg[mm - 1](len * nrun, row0 + iw * C, a_rs, 1, b0, nr, c + x * K, K, nn, 1.0f, 0.0f, epp, len,
+                           a_jump, b_jump);
+        }
+        return;
+    }
     for (int t = 0; t < nrun; t++) {
         const int64_t r = run_r[t], s = run_s[t], len = run_len[t];
         const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
@@ -249,6 +274,12 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.v = v;
     J.plan = plan;
     J.kern = set->families[plan->family].kern[VX_UK_AS_BP];
+    J.seg = set->families[plan->family].seg;
+    /* A quarter of L2, as the analyzer's k slices (cap_slice): measured on
+     * AMD Zen 1 (512 KiB L2), segmented calls reading up to 73 KiB of
+     * packed filter per pixel tile ran 1.0-1.4x the per-run calls (NOTES.md,
+     * tenth session); at 147-590 KiB, +-2 %. */
+    J.seg_max_bytes = vx_hw()->l2_bytes > 0 ? vx_hw()->l2_bytes / 4 : 131072;
     J.in = in;
     J.bias = bias;
     J.out = out;

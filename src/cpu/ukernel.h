@@ -42,10 +42,22 @@ typedef enum {
     VX_UK_VARIANTS = 3
 } vx_ukernel_variant;
 
+/* Strided A in segments, packed B: the k_all steps come in segments of
+ * seg_len (the last may be shorter); segment t reads A at a + t * a_jump
+ * (rows a_rs, steps a_cs apart as in A strided) and B at b + t * b_jump,
+ * and the accumulators run across the segments: one call, one load and
+ * store of C, for a reduction whose pieces lie a constant distance apart
+ * (an NHWC convolution's filter rows over the input's rows). */
+typedef void (*vx_ukernel_seg_fn)(int64_t k_all, const float *a, int64_t a_rs, int64_t a_cs,
+                                  const float *b, int64_t b_rs, float *c, int64_t c_rs,
+                                  int64_t n, float alpha, float beta, const vx_epilogue *ep,
+                                  int64_t seg_len, int64_t a_jump, int64_t b_jump);
+
 typedef struct {
     int nr;                                /* columns: a multiple of the vector width */
     int mr_max;                            /* most rows the register file allows */
     const vx_ukernel_fn *kern[VX_UK_VARIANTS]; /* kern[v][m-1], m = 1..mr_max */
+    const vx_ukernel_seg_fn *seg;          /* seg[m-1]: strided A in segments, packed B */
 } vx_ukernel_family;
 
 typedef struct {
