@@ -73,6 +73,9 @@ static void check_table(vx_isa isa)
                 cr_assert(fam->kern[v][m - 1] != NULL, "%s nr=%d variant %s m=%d: NULL kernel",
                           set->name, fam->nr, variant_name(v), m);
         }
+        cr_assert(fam->seg != NULL, "%s nr=%d: no segmented kernels", set->name, fam->nr);
+        for (int m = 1; m <= fam->mr_max; m++)
+            cr_assert(fam->seg[m - 1] != NULL, "%s nr=%d m=%d: NULL segmented kernel", set->name, fam->nr, m);
     }
 }
 
@@ -212,6 +215,99 @@ static void all_kernels_of_variant(vx_isa isa, int v)
         }
     }
 }
+
+/* The segmented kernel (strided A in segments, packed B): segment t of
+ * seg_len steps (the last one shorter when k_all is not a multiple) reads
+ * A at a + t * a_jump and B at b + t * b_jump; the gaps between segments
+ * hold NaN, which must never be read. */
+static void run_seg_ukernel(vx_isa isa, int f, int m, int64_t n, int64_t k_all, int64_t seg_len, float alpha,
+                            float beta, uint64_t seed)
+{
+    const vx_ukernel_family *fam = &vx_ukernels(isa)->families[f];
+    const int nr = fam->nr;
+    const int64_t nseg = (k_all + seg_len - 1) / seg_len;
+    const int64_t a_rs = 2 * seg_len + 1, a_jump = m * a_rs + 5, b_jump = (seg_len + 2) * nr;
+    char desc[200];
+    snprintf(desc, sizeof desc, "segmented kernel %s nr=%d m=%d: n=%lld k_all=%lld seg_len=%lld alpha=%g beta=%g",
+             vt_isa_name(isa), nr, m, (long long)n, (long long)k_all, (long long)seg_len, (double)alpha,
+             (double)beta);
+    vt_rng rng;
+    vt_rng_seed(&rng, seed);
+    const int64_t ea = nseg * a_jump + m * a_rs, eb = nseg * b_jump;
+    float *a = malloc(sizeof(float) * (size_t)ea), *b = malloc(sizeof(float) * (size_t)eb);
+    for (int64_t i = 0; i < ea; i++)
+        a[i] = NAN;
+    for (int64_t i = 0; i < eb; i++)
+        b[i] = NAN;
+    double *la = malloc(sizeof(double) * (size_t)(m * k_all)), *lb = malloc(sizeof(double) * (size_t)(k_all * n));
+    for (int64_t p = 0; p < k_all; p++) {
+        const int64_t t = p / seg_len, q = p % seg_len;
+        for (int64_t i = 0; i < m; i++) {
+            const float x = vt_rng_float(&rng);
+            a[t * a_jump + i * a_rs + q] = x;
+            la[i * k_all + p] = x;
+        }
+        for (int64_t j = 0; j < nr; j++) {
+            const float x = j < n ? vt_rng_float(&rng) : 0.0f; /* a packed panel: zero past n */
+            b[t * b_jump + q * nr + j] = x;
+            if (j < n)
+                lb[p * n + j] = x;
+        }
+    }
+    const int64_t c_rs = n + 3, ec = m * c_rs + 7;
+    float *c = malloc(sizeof(float) * (size_t)ec), *c0 = malloc(sizeof(float) * (size_t)ec);
+    vt_fill_sentinel(c, ec);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            c[i * c_rs + j] = beta == 0.0f ? NAN : vt_rng_float(&rng);
+    memcpy(c0, c, sizeof(float) * (size_t)ec);
+    fam->seg[m - 1](k_all, a, a_rs, 1, b, nr, c, c_rs, n, alpha, beta, NULL, seg_len, a_jump, b_jump);
+    for (int64_t pos = 0; pos < ec; pos++)
+        if (!(pos / c_rs < m && pos % c_rs < n))
+            cr_assert(memcmp(&c[pos], &c0[pos], sizeof(float)) == 0, "C written outside the tile at %lld: %s",
+                      (long long)pos, desc);
+    double *ref = malloc(sizeof(double) * (size_t)(m * n));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int64_t p = 0; p < k_all; p++)
+                s += la[i * k_all + p] * lb[p * n + j];
+            ref[i * n + j] = (double)alpha * s + (beta != 0.0f ? (double)beta * (double)c0[i * c_rs + j] : 0.0);
+        }
+    const double err = vt_rel_err(c, c_rs, 1, ref, m, n);
+    cr_assert(err <= VT_TOL, "relative error %.3g > %g: %s", err, VT_TOL, desc);
+    free(a);
+    free(b);
+    free(la);
+    free(lb);
+    free(c);
+    free(c0);
+    free(ref);
+}
+
+static void all_seg_kernels(vx_isa isa)
+{
+    if (!vt_cpu_has(isa))
+        cr_skip_test("this CPU (%s) lacks %s: its kernels cannot run here", vx_hw()->cpu_model,
+                     vt_isa_name(isa));
+    /* (k_all, seg_len): one segment, several, a short last one, segments
+     * shorter and longer than the kernels' unroll of 4 */
+    static const int64_t ks[][2] = { { 5, 5 }, { 25, 5 }, { 27, 9 }, { 23, 5 }, { 7, 1 }, { 300, 64 } };
+    static const float betas[] = { 0.0f, 1.0f, 0.3f };
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    uint64_t seed = 77;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr;
+        for (int m = 1; m <= set->families[f].mr_max; m++)
+            for (int q = 0; q < 6; q++, seed++) {
+                const int64_t n = q % 2 ? nr : 1 + (int64_t)((seed * 7) % (uint64_t)nr);
+                run_seg_ukernel(isa, f, m, n, ks[q][0], ks[q][1], q % 2 ? -0.5f : 1.0f, betas[(m + q) % 3], seed);
+            }
+    }
+}
+
+Test(ukernel, segmented_avx2, .timeout = TMO) { all_seg_kernels(VX_ISA_AVX2); }
+Test(ukernel, segmented_avx512, .timeout = TMO) { all_seg_kernels(VX_ISA_AVX512); }
 
 #define UK_TEST(vname, v)                                                             \
     Test(ukernel, direct_##vname##_avx2, .timeout = TMO) { all_kernels_of_variant(VX_ISA_AVX2, v); } \
