@@ -81,10 +81,10 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
          * tap's c/groups */
         v->shape.a_seg = v->pointwise ? 0 : p->dilation_w == 1 && p->groups == 1 ? p->s * v->cg : v->cg;
         /* copied, a row's contiguous runs: a filter row's s*c channels with
-         * one group and dilation 1 (cut at 64 floats), else one tap's
+         * one group and dilation 1 (cut at VX_CONV_GATHER_RUN_MAX), else one tap's
          * (conv_gather.c) */
         v->shape.a_run = v->pointwise ? 0
-                         : p->dilation_w == 1 && p->groups == 1 ? (p->s * v->cg < 64 ? p->s * v->cg : 64)
+                         : p->dilation_w == 1 && p->groups == 1 ? (p->s * v->cg < VX_CONV_GATHER_RUN_MAX ? p->s * v->cg : VX_CONV_GATHER_RUN_MAX)
                                                                 : v->cg;
         if (!v->pointwise) {
             /* output columns whose taps reach into the padding, left and right */

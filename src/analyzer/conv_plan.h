@@ -17,6 +17,9 @@ enum { VX_CONV_DIRECT_MAX_TAPS = 64 };
 /* ... and the NHWC in-place path a filter row's tap columns and a pixel's
  * valid taps. */
 enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLACE_MAX_PANELS = 512 };
+/* Longest contiguous run the NHWC patch gather copies at once (conv_gather.c;
+ * the analyzer prices the copy by it). */
+enum { VX_CONV_GATHER_RUN_MAX = 64 };
 
 /* The implicit-GEMM view of a (valid) convolution.
  *   NHWC: C[pixel][k'] = sum over (r, s, c') of patch[pixel][(r, s, c')] filter[k'][(r, s, c')]

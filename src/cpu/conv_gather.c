@@ -38,7 +38,7 @@ static inline void copy_run(float *restrict d, const float *restrict s, int64_t 
  * element (a 5x5 filter on 161x700, 2 threads on AMD Zen 1: gather 73 % of
  * a 6.2 ms packed run). A row's run that reaches into the padding is built
  * in a small buffer, zeros where the taps fall outside. */
-enum { RUN_MAX = 64 };
+enum { RUN_MAX = VX_CONV_GATHER_RUN_MAX };
 
 static void pack_nhwc(const vx_gather *self, int64_t item, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
                       int mr, float *out)
