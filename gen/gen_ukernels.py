@@ -22,6 +22,7 @@ ISAS = {
 }
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
 SEG_VARIANT = "asbp_seg"  # in-place A in segments, packed B (vx_ukernel_seg_fn)
+PACK_VARIANT = "asbs_pk"  # in-place A and B, B's panel also written packed (vx_ukernel_pk_fn)
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 # Rows of in-place B fetched ahead (~100 cycles of L3 latency). Shorter
 # distances win while B stays in L3 between calls (AMD Zen 1, 16-row shapes
@@ -59,6 +60,9 @@ SIG_SEG = ("(int64_t k_all, const float *restrict a, int64_t a_rs, int64_t a_cs,
            "const float *restrict b, int64_t b_rs, float *restrict c, int64_t c_rs, "
            "int64_t n, float alpha, float beta, const vx_epilogue *ep, "
            "int64_t seg_len, int64_t a_jump, int64_t b_jump)")
+# The packing in-place variant (ukernel.h, vx_ukernel_pk_fn): strided A and
+# B, and every B vector it loads is also stored to the packed panel bpk.
+SIG_PK = SIG[:-1] + ", float *restrict bpk)"
 
 
 class Isa:
@@ -163,11 +167,11 @@ def store_stage(I, m, V, full, ind):
     return L
 
 
-def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False):
+def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False):
     I = Isa(isa)
     V = nr // I.w
     L = []
-    L.append(f"void {fname(isa, nr, m, variant)}{SIG_SEG if seg else SIG}")
+    L.append(f"void {fname(isa, nr, m, variant)}{SIG_SEG if seg else SIG_PK if pack_out else SIG}")
     L.append("{")
     if a_packed:
         L.append("    (void)a_rs; (void)a_cs;")
@@ -231,6 +235,8 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False):
         pointers move past them; in-place A moves per step."""
         parts = [f"a += {steps * m};"] if a_packed else []
         parts.append(f"b += {steps * nr};" if b_packed else f"b += {steps} * b_rs;")
+        if pack_out:
+            parts.append(f"bpk += {steps * nr};")
         return [indent + " ".join(parts)]
 
     def step(u, live, masked, indent):
@@ -249,6 +255,12 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False):
             ptr = b_ptr(v, u)
             ld = I.mload(v, ptr) if masked and v == live - 1 else I.load(ptr)
             out.append(f"{indent}const {I.vt} b{v} = {ld};")
+        if pack_out:
+            # The panel as the packed kernels read it: nr floats per step,
+            # zero past the n valid columns (masked loads give zeros).
+            for v in range(V):
+                val = f"b{v}" if v < live else I.zero()
+                out.append(f"{indent}{I.store(f'bpk + {u * nr + v * I.w}', val)}")
         for i in range(m):
             out.append(f"{indent}{{ const {I.vt} ai = {I.bcast(a_elem(i, u))};")
             for v in range(live):
@@ -362,6 +374,9 @@ def emit_isa(isa, only_nr=None):
             out.append(f"void {fname(isa, nr, m, SEG_VARIANT)}{SIG_SEG};")
             out.append(kernel(isa, nr, m, SEG_VARIANT, False, True, seg=True))
             out.append("")
+            out.append(f"void {fname(isa, nr, m, PACK_VARIANT)}{SIG_PK};")
+            out.append(kernel(isa, nr, m, PACK_VARIANT, False, False, pack_out=True))
+            out.append("")
     return "\n".join(out) + "\n"
 
 
@@ -374,6 +389,7 @@ def emit_table():
                 for variant, _, _ in VARIANTS:
                     out.append(f"void {fname(isa, nr, m, variant)}{SIG};")
                 out.append(f"void {fname(isa, nr, m, SEG_VARIANT)}{SIG_SEG};")
+                out.append(f"void {fname(isa, nr, m, PACK_VARIANT)}{SIG_PK};")
     out.append("")
     order = {"avx2": "VX_ISA_AVX2", "avx512": "VX_ISA_AVX512"}
     for isa in ISAS:
@@ -383,10 +399,12 @@ def emit_table():
                 out.append(f"static const vx_ukernel_fn {isa}_n{nr}_{variant}[{mr_max}] = {{ {names} }};")
             names = ", ".join(fname(isa, nr, m, SEG_VARIANT) for m in range(1, mr_max + 1))
             out.append(f"static const vx_ukernel_seg_fn {isa}_n{nr}_{SEG_VARIANT}[{mr_max}] = {{ {names} }};")
+            names = ", ".join(fname(isa, nr, m, PACK_VARIANT) for m in range(1, mr_max + 1))
+            out.append(f"static const vx_ukernel_pk_fn {isa}_n{nr}_{PACK_VARIANT}[{mr_max}] = {{ {names} }};")
         fams = []
         for nr, mr_max in tiles(isa):
             ks = ", ".join(f"{isa}_n{nr}_{v}" for v, _, _ in VARIANTS)
-            fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }}, {isa}_n{nr}_{SEG_VARIANT} }},")
+            fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }}, {isa}_n{nr}_{SEG_VARIANT}, {isa}_n{nr}_{PACK_VARIANT} }},")
         out.append(f"static const vx_ukernel_family {isa}_families[] = {{")
         out += fams
         out.append("};")

@@ -33,9 +33,12 @@ static const char *path_name(vx_path p)
     return "?";
 }
 
+/* The packing variant (family->pk), tested beside the three kern[] ones. */
+enum { VARIANT_PK = VX_UK_VARIANTS };
+
 static const char *variant_name(int v)
 {
-    return v == VX_UK_AP_BP ? "apbp" : v == VX_UK_AS_BP ? "asbp" : "asbs";
+    return v == VX_UK_AP_BP ? "apbp" : v == VX_UK_AS_BP ? "asbp" : v == VX_UK_AS_BS ? "asbs" : "asbs_pk";
 }
 
 /* ------------------------------------------------------------------ */
@@ -74,8 +77,11 @@ static void check_table(vx_isa isa)
                           set->name, fam->nr, variant_name(v), m);
         }
         cr_assert(fam->seg != NULL, "%s nr=%d: no segmented kernels", set->name, fam->nr);
-        for (int m = 1; m <= fam->mr_max; m++)
+        cr_assert(fam->pk != NULL, "%s nr=%d: no packing kernels", set->name, fam->nr);
+        for (int m = 1; m <= fam->mr_max; m++) {
             cr_assert(fam->seg[m - 1] != NULL, "%s nr=%d m=%d: NULL segmented kernel", set->name, fam->nr, m);
+            cr_assert(fam->pk[m - 1] != NULL, "%s nr=%d m=%d: NULL packing kernel", set->name, fam->nr, m);
+        }
     }
 }
 
@@ -86,13 +92,15 @@ Test(ukernel, table_avx512) { check_table(VX_ISA_AVX512); }
 /* Every kernel, called directly                                       */
 /* ------------------------------------------------------------------ */
 
-/* One call of kernel (isa, family f, variant v, rows m) with n columns. */
+/* One call of kernel (isa, family f, variant v, rows m) with n columns;
+ * v = VARIANT_PK also checks the packed panel it leaves (every step's nr
+ * floats: B's n columns, then zeros; nothing written past k * nr). */
 static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, float alpha,
                         float beta, int a_trans, int c_pad, uint64_t seed)
 {
     const vx_ukernel_family *fam = &vx_ukernels(isa)->families[f];
     const int nr = fam->nr;
-    const int a_packed = v == VX_UK_AP_BP, b_packed = v != VX_UK_AS_BS;
+    const int a_packed = v == VX_UK_AP_BP, b_packed = v == VX_UK_AP_BP || v == VX_UK_AS_BP;
     char desc[256];
     snprintf(desc, sizeof desc,
              "kernel %s nr=%d m=%d variant=%s: n=%lld k=%lld alpha=%g beta=%g A%s c_rs=n+%d "
@@ -158,7 +166,25 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
     memcpy(a_copy, a, sizeof(float) * (size_t)ea);
     memcpy(b_copy, b, sizeof(float) * (size_t)eb);
 
-    fam->kern[v][m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL);
+    float *bpk = NULL;
+    if (v == VARIANT_PK) {
+        bpk = malloc(sizeof(float) * (size_t)(k * nr + 16));
+        for (int64_t i = 0; i < k * nr; i++)
+            bpk[i] = NAN;
+        vt_fill_sentinel(bpk + k * nr, 16);
+        fam->pk[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL, bpk);
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t j = 0; j < nr; j++) {
+                const float want = j < n ? lb[p * n + j] : 0.0f;
+                cr_assert(memcmp(&bpk[p * nr + j], &want, sizeof want) == 0,
+                          "packed panel at step %lld col %lld: %g, want %g: %s", (long long)p, (long long)j,
+                          (double)bpk[p * nr + j], (double)want, desc);
+            }
+        cr_assert(vt_check_sentinel(bpk + k * nr, 16) < 0, "packed panel written past k * nr: %s", desc);
+        free(bpk);
+    } else {
+        fam->kern[v][m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL);
+    }
 
     cr_assert(memcmp(a, a_copy, sizeof(float) * (size_t)ea) == 0, "A modified: %s", desc);
     cr_assert(memcmp(b, b_copy, sizeof(float) * (size_t)eb) == 0, "B modified: %s", desc);
@@ -316,6 +342,7 @@ Test(ukernel, segmented_avx512, .timeout = TMO) { all_seg_kernels(VX_ISA_AVX512)
 UK_TEST(apbp, VX_UK_AP_BP)
 UK_TEST(asbp, VX_UK_AS_BP)
 UK_TEST(asbs, VX_UK_AS_BS)
+UK_TEST(asbs_pk, VARIANT_PK)
 
 /* ------------------------------------------------------------------ */
 /* dyn_gemm with the register tile forced                              */

@@ -10,6 +10,15 @@
 
 enum { SLOT_WORK = 0, SLOT_VECTOR = 2 };
 
+/* Floats left between the threads' workspace slices, so that slices of a
+ * power-of-two size (a 256 x 16 panel is 16 KiB) do not start a multiple of
+ * 16 KiB apart. Measured on AMD Zen 1, 2 threads, 16x2304x768 (each thread
+ * one 16 KiB B panel): direct with packing on read 802 -> 737-756 us with
+ * 256-4096 floats of pad, pack-B 930 -> 847-873 us; the packed plans'
+ * larger slices (80x768x768, 32x3072x768) did not move (NOTES.md,
+ * eleventh session). */
+enum { SLICE_PAD_FLOATS = 256 };
+
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* A plain GEMM's extensions: none. */
@@ -26,6 +35,7 @@ typedef struct {
     const vx_ukernel_family *fam;
     float *ws;          /* the caller's workspace: one slice per thread */
     size_t ws_a, ws_b;  /* floats of A and B buffer in a slice */
+    size_t ws_pad;      /* floats between slices (SLICE_PAD_FLOATS) */
     atomic_llong next_cell; /* cells are handed out in order to whichever thread is free */
 } job;
 
@@ -182,6 +192,21 @@ static int copies_edge_panel(const vx_gemm_plan *P, const vx_gemm_args *g, int64
            rows > (EDGE_COPY_MIN_ROW_TILES - 1) * (int64_t)P->mr && g->n % P->nr != 0;
 }
 
+/* Whether a direct plan packs B's panels as its first row tile reads them
+ * (the pk kernels, ukernel.h): the row tiles below the first then read the
+ * panel packed, from L1, instead of B's rows, a leading dimension apart.
+ * That pays with four row tiles or more: 24-32 x 768-2304 x 768-3072 ran
+ * 4-13 % faster (8 of 8 alternations), while with two or three tiles (8, 13
+ * and 16 rows) the first tile's extra stores cost more than the others
+ * saved (4-10 % slower). AMD Zen 1, 2 threads, B hot in L3; NOTES.md,
+ * eleventh session. `rows`: as for copies_edge_panel. */
+enum { PK_MIN_ROW_TILES = 4 };
+
+static int packs_on_read(const vx_gemm_plan *P, int64_t rows)
+{
+    return P->path == VX_PATH_DIRECT && rows > (PK_MIN_ROW_TILES - 1) * (int64_t)P->mr;
+}
+
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
  * K is blocked (the plan's kc) and is the outer loop: one k block of B's
@@ -191,14 +216,18 @@ static int copies_edge_panel(const vx_gemm_plan *P, const vx_gemm_args *g, int64
  * walked panel after panel while their pages are still in the TLB. Panels
  * outside k blocks walked all of K per panel: 1.1-1.3x slower where B is
  * wide (16x1000x4096, 8x768x3072, 32x4096x1024; NOTES.md), no different
- * elsewhere. C's tiles are loaded and stored once per k block either way. */
+ * elsewhere. C's tiles are loaded and stored once per k block either way.
+ * A direct plan over several row tiles packs each panel as its first tile
+ * reads it (packs_on_read); the other tiles read that copy. */
 static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0, int64_t m1, int64_t n0,
                         int64_t n1, int pack_b)
 {
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
-    const int copy_edge = !pack_b && copies_edge_panel(J->plan, g, m1 - m0);
+    const int on_read = !pack_b && packs_on_read(J->plan, m1 - m0);
+    const int copy_edge = !pack_b && !on_read && copies_edge_panel(J->plan, g, m1 - m0);
+    const vx_ukernel_fn *kern_bp = J->fam->kern[VX_UK_AS_BP];
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -207,13 +236,22 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
         const float *apan = v->a + pc * g->a_cs;
         for (int64_t j0 = n0; j0 < n1; j0 += nr) {
             const int64_t nn = min64(nr, n1 - j0);
-            const int copied = pack_b || (copy_edge && nn < nr);
-            const float *bpan = copied ? bp : v->b + pc * g->b_rs + j0 * g->b_cs;
+            const float *bin = v->b + pc * g->b_rs + j0 * g->b_cs;
+            int64_t i0 = m0;
+            if (on_read) { /* the first row tile reads B in place and leaves its packed panel in bp */
+                const int64_t mm = min64(mr, m1 - i0);
+                J->fam->pk[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bin, g->b_rs,
+                                   v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
+                                   epilogue_at(g, v, last_k, i0, j0, &epb), bp);
+                i0 += mm;
+            }
+            const int copied = pack_b || on_read || (copy_edge && nn < nr);
+            const float *bpan = copied ? bp : bin;
             const int64_t b_rs = copied ? nr : g->b_rs;
-            const vx_ukernel_fn *kern = J->fam->kern[copied ? VX_UK_AS_BP : VX_UK_AS_BS];
-            if (copied)
+            const vx_ukernel_fn *kern = copied ? kern_bp : J->fam->kern[VX_UK_AS_BS];
+            if (copied && !on_read)
                 load_b(g, v, pc, kb, j0, nn, nr, bp);
-            for (int64_t i0 = m0; i0 < m1; i0 += mr) {
+            for (; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
                 kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
                              v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
@@ -232,7 +270,7 @@ static void task(void *ctx, int tid, int nthreads)
     const vx_gemm_plan *P = J->plan;
     const int grid = P->threads_m * P->threads_n;
     const int64_t cells = (int64_t)grid * items_of(J->g);
-    float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b);
+    float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b + J->ws_pad);
     float *bp = ap + J->ws_a;
     for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
         /* A one-cell grid (most small calls) skips the divisions. */
@@ -524,7 +562,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows in place");
     if (plan->path != VX_PATH_PACKED && ext_of(g)->gather_a)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: a gathered A needs the packed plan");
-    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0 };
+    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0, 0 };
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * items_of(g);
     const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : (int)cells;
     /* All packing memory is taken before anything is written, so running out
@@ -534,10 +572,11 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         block_sizes(g, plan, &mc, &kc, &nc);
         J.ws_a = (size_t)(mc * kc + 15) & ~(size_t)15;
         J.ws_b = (size_t)(kc * nc + 15) & ~(size_t)15;
-    } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g, g->m)) {
+    } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g, g->m) || packs_on_read(plan, g->m)) {
         J.ws_b = (size_t)(min64(plan->kc, g->k) * plan->nr + 15) & ~(size_t)15;
     }
-    if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)threads * (J.ws_a + J.ws_b))))
+    J.ws_pad = SLICE_PAD_FLOATS;
+    if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)threads * (J.ws_a + J.ws_b + J.ws_pad))))
         return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %zu bytes of packing buffers",
                        (size_t)threads * (J.ws_a + J.ws_b) * sizeof(float));
     if (threads == 1 && cells == 1 && !g->ext && plan->path != VX_PATH_PACKED) {

@@ -53,11 +53,23 @@ typedef void (*vx_ukernel_seg_fn)(int64_t k_all, const float *a, int64_t a_rs, i
                                   int64_t n, float alpha, float beta, const vx_epilogue *ep,
                                   int64_t seg_len, int64_t a_jump, int64_t b_jump);
 
+/* Strided A, strided B, and the B panel written packed as it is read:
+ * computes what the strided-B variant does and also leaves
+ * bpk[p*nr + j] = B[p][j] for p < k, j < n, and 0 for n <= j < nr (the
+ * packed-B layout). The first row tile over a B panel calls it; the tiles
+ * below read the panel packed from L1 instead of re-reading B's rows, a
+ * leading dimension apart, from L2 (whose strided reads cost the direct
+ * path ~20 % per row tile), and no separate copy pass runs. */
+typedef void (*vx_ukernel_pk_fn)(int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
+                                 const float *b, int64_t b_rs, float *c, int64_t c_rs,
+                                 int64_t n, float alpha, float beta, const vx_epilogue *ep, float *bpk);
+
 typedef struct {
     int nr;                                /* columns: a multiple of the vector width */
     int mr_max;                            /* most rows the register file allows */
     const vx_ukernel_fn *kern[VX_UK_VARIANTS]; /* kern[v][m-1], m = 1..mr_max */
     const vx_ukernel_seg_fn *seg;          /* seg[m-1]: strided A in segments, packed B */
+    const vx_ukernel_pk_fn *pk;            /* pk[m-1]: strided A and B, B's panel packed on the way */
 } vx_ukernel_family;
 
 typedef struct {
