@@ -35,7 +35,6 @@ typedef struct {
     const vx_ukernel_family *fam;
     float *ws;          /* the caller's workspace: one slice per thread */
     size_t ws_a, ws_b;  /* floats of A and B buffer in a slice */
-    size_t ws_pad;      /* floats between slices (SLICE_PAD_FLOATS) */
     atomic_llong next_cell; /* cells are handed out in order to whichever thread is free */
 } job;
 
@@ -270,7 +269,7 @@ static void task(void *ctx, int tid, int nthreads)
     const vx_gemm_plan *P = J->plan;
     const int grid = P->threads_m * P->threads_n;
     const int64_t cells = (int64_t)grid * items_of(J->g);
-    float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b + J->ws_pad);
+    float *ap = J->ws + (size_t)tid * (J->ws_a + J->ws_b + SLICE_PAD_FLOATS);
     float *bp = ap + J->ws_a;
     for (int64_t cell = -1; (cell = vx_pool_claim(&J->next_cell, cell, 1, nthreads)) < cells;) {
         /* A one-cell grid (most small calls) skips the divisions. */
@@ -562,7 +561,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows in place");
     if (plan->path != VX_PATH_PACKED && ext_of(g)->gather_a)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: a gathered A needs the packed plan");
-    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0, 0 };
+    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0 };
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * items_of(g);
     const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : (int)cells;
     /* All packing memory is taken before anything is written, so running out
@@ -575,10 +574,10 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
     } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g, g->m) || packs_on_read(plan, g->m)) {
         J.ws_b = (size_t)(min64(plan->kc, g->k) * plan->nr + 15) & ~(size_t)15;
     }
-    J.ws_pad = SLICE_PAD_FLOATS;
-    if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, (size_t)threads * (J.ws_a + J.ws_b + J.ws_pad))))
+    const size_t ws_floats = (size_t)threads * (J.ws_a + J.ws_b + SLICE_PAD_FLOATS);
+    if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, ws_floats)))
         return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %zu bytes of packing buffers",
-                       (size_t)threads * (J.ws_a + J.ws_b) * sizeof(float));
+                       ws_floats * sizeof(float));
     if (threads == 1 && cells == 1 && !g->ext && plan->path != VX_PATH_PACKED) {
         /* The common small call: one thread, one cell, operands in place;
          * straight to the loop over tiles (no cell hand-out, split or view:
