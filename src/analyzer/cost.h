@@ -37,6 +37,15 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
  * is no reuse to block for, so there are no candidates to search. */
 double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
 
+/* The fraction of the in-place streams the kernels wait for, from an
+ * in-place probe: family fam's m-row tile took ns over a 2m x n x k problem
+ * (n rounded down to whole tiles) on one unit, B from the last cache, one
+ * k block (tune.h, inplace_probe):
+ * where its time falls between d's price of that run with the streams fully
+ * overlapped (0) and fully waited for (1). ns <= 0 (not measured): 1, the
+ * model as it was before the probe existed. */
+double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n, int64_t k, double ns);
+
 /* The effective k block of an L1 candidate for this k: k split into equal
  * blocks of at most kc, rounded up to a multiple of 8 (no sliver at the end). */
 int64_t vx_cost_kc(int64_t kc, int64_t k);

@@ -88,6 +88,9 @@ typedef struct {
                                   each block panel by panel (the in-place first pass) */
     double bw_stride_tlb;      /* ... from the last level, k blocks of more rows than the TLB's
                                   sets keep for their stride (see tlb_sets) */
+    double inplace_overlap;    /* the fraction of a plain in-place plan's priced operand streams
+                                  that overlaps its kernels' FMAs (0: none, the model before
+                                  it was measured; 1 - cost.c's vx_cost_inplace_stall) */
     int tlb_sets, tlb_ways;    /* the data TLB for 4 KiB pages (0: unknown, not priced) */
     int64_t page_bytes;        /* rows at least this far apart defeat the prefetchers */
     double copy_b_narrow_ns[2]; /* ns per element copying one n0-wide panel of such rows,

@@ -71,6 +71,17 @@ typedef struct {
     double bw_stride_stream;
     double bw_stride_tlb;      /* the first pass again, from DRAM, with k blocks of more rows than
                                   the TLB's sets keep mapped (optional in the file) */
+    /* The in-place probe, per ISA (cpu_tune.c, optional in the file): one
+     * thread runs family `fam`'s m-row A-and-B-in-place kernel over a
+     * 2m x VX_PROBE_N x VX_PROBE_K problem (B's rows VX_PROBE_N floats
+     * apart, read from L3, panel by panel as gemm.c's run_inplace walks
+     * them); ns is the time of one pass, 0 when not measured. The analyzer
+     * calibrates how much of its priced in-place streams the kernels wait
+     * for from it (cost.c, vx_cost_inplace_stall). */
+    struct {
+        int fam, m;
+        double ns;
+    } inplace_probe[VX_ISA_COUNT];
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when
@@ -85,6 +96,10 @@ typedef struct {
     double mode_call_ns[3];
     double call_ns;
 } vx_tune;
+
+/* The in-place probe's problem (tune.h, inplace_probe): 9 KiB rows (a
+ * transformer's QKV width), not a power of two, and one 384-deep k block. */
+enum { VX_PROBE_N = 2304, VX_PROBE_K = 384 };
 
 /* The fingerprint of this machine. */
 void vx_fingerprint_of(const vx_hw_info *hw, vx_fingerprint *fp);

@@ -9,7 +9,8 @@
  *     "pack_ns": { "a": [unit, strided], "b": [unit, strided], "b_narrow": [in L3, in DRAM] },   ns per float
  *     "bandwidth": { "l2": ..., "l3": ..., "dram": ..., "dram_all": ..., "strided": ...,
  *                    "stride_stream": ..., "stride_tlb": ... (optional) },  bytes per ns
- *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place] }
+ *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place],
+ *     "inplace_probe": { "avx512": [family, m, ns], ... } (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -217,6 +218,31 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
                 path, BW_MIN, BW_MAX);
         goto out;
     }
+    /* added after version 2 files were written: optional, absent = not measured */
+    json_t *probe = json_object_get(root, "inplace_probe");
+    if (probe && !json_is_object(probe)) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"inplace_probe\" is not an object", path);
+        goto out;
+    }
+    for (int isa = 0; probe && isa < VX_ISA_COUNT; isa++) {
+        json_t *e = json_object_get(probe, isa_key[isa]);
+        if (!e)
+            continue;
+        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+        double f, m, ns;
+        if (!json_is_array(e) || json_array_size(e) != 3 || !num_at(e, 0, 0, set->nfamilies - 1, &f) ||
+            f != (int)f || !num_at(e, 2, 0, FIXED_MAX, &ns) ||
+            !num_at(e, 1, 1, set->families[(int)f].mr_max, &m) || m != (int)m) {
+            s = say(VX_ERR_INVALID_ARG, why, len,
+                    "%s: \"inplace_probe\".%s is not [family, m, ns] with a family of %d, m within its tile "
+                    "and ns in [0, %g]",
+                    path, isa_key[isa], set->nfamilies, FIXED_MAX);
+            goto out;
+        }
+        n.inplace_probe[isa].fam = (int)f;
+        n.inplace_probe[isa].m = (int)m;
+        n.inplace_probe[isa].ns = ns;
+    }
     static const char *const fixed[] = { "wake_ns", "wake_warm_ns", "call_ns", "mode_call_ns",
                                         "mode_call_ns", "mode_call_ns" };
     double *fixed_out[] = { &n.wake_ns, &n.wake_warm_ns, &n.call_ns };
@@ -337,6 +363,15 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
     if (root)
         json_object_set_new(root, "mode_call_ns",
                             json_pack("[f, f, f]", t->mode_call_ns[0], t->mode_call_ns[1], t->mode_call_ns[2]));
+    if (root) {
+        json_t *probe = json_object();
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+            if (t->inplace_probe[isa].ns > 0)
+                json_object_set_new(probe, isa_key[isa],
+                                    json_pack("[i, i, f]", t->inplace_probe[isa].fam, t->inplace_probe[isa].m,
+                                              t->inplace_probe[isa].ns));
+        json_object_set_new(root, "inplace_probe", probe);
+    }
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");
     /* The GPU backend keeps its measurements under "cuda" in the same file

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "analyzer/candidates.h"
+#include "analyzer/cost.h"
 #include "analyzer/hw.h"
 #include "analyzer/tune.h"
 #include "cpu/gemv.h"
@@ -148,6 +149,9 @@ static void describe(vx_isa isa, vx_device_desc *d)
         least = tu->mode_call_ns[mode] < least ? tu->mode_call_ns[mode] : least;
     for (int mode = 0; mode < VX_LOAD_MODES; mode++)
         d->mode_ns[mode] = tu->mode_call_ns[mode] - least;
+    /* last: the calibration prices the probe with everything above */
+    d->inplace_overlap = 1.0 - vx_cost_inplace_stall(d, tu->inplace_probe[isa].fam, tu->inplace_probe[isa].m,
+                                                     VX_PROBE_N, VX_PROBE_K, tu->inplace_probe[isa].ns);
 }
 
 static vx_cpu_model *g_model[VX_ISA_COUNT];

@@ -196,6 +196,47 @@ __attribute__((target("avx2"))) static double strided_walk_bw(const float *p, si
     return (double)reps * (double)rows * (double)panels * 64.0 / best;
 }
 
+/* The in-place probe (tune.h): the widest family with eight rows or more
+ * (a tile the in-place plans run) walks B panel by panel, both row tiles
+ * over each panel, as run_inplace does with one k block. Enough copies of
+ * B to exceed twice L2 rotate between passes, so every pass reads B from
+ * L3 (and A, 2m x K, from L1). */
+static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    int f = -1;
+    for (int i = 0; i < set->nfamilies && i < VX_TUNE_MAX_FAMILIES; i++)
+        if (set->families[i].mr_max >= 8 && (f < 0 || set->families[i].nr > set->families[f].nr))
+            f = i;
+    if (f < 0)
+        return;
+    const vx_ukernel_family *F = &set->families[f];
+    const int m = 8, nr = F->nr;
+    const int64_t N = VX_PROBE_N / nr * nr, K = VX_PROBE_K;
+    const size_t b_floats = (size_t)N * (size_t)K, a_floats = (size_t)2 * m * K, c_floats = (size_t)2 * m * N;
+    size_t copies = (size_t)(4 * hw->l2_bytes) / (b_floats * sizeof(float)) + 1;
+    while (copies > 1 && (copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+        copies--;
+    if ((copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+        return;
+    float *a = big + copies * b_floats, *c = a + a_floats;
+    const vx_ukernel_fn fn = F->kern[VX_UK_AS_BS][m - 1];
+    double best = 1e300;
+    for (int pass = -1; pass < 2 * passes; pass++) {
+        const float *b = big + (size_t)(pass + 1) % copies * b_floats;
+        const double t0 = now_ns();
+        for (int64_t j = 0; j < N; j += nr)
+            for (int i = 0; i < 2; i++)
+                fn(K, a + (size_t)i * m * K, K, 1, b + j, N, c + (size_t)i * m * N + j, N, nr, 1.0f, 0.0f, NULL);
+        const double dt = now_ns() - t0;
+        if (pass >= 0 && dt < best)
+            best = dt;
+    }
+    t->inplace_probe[isa].fam = f;
+    t->inplace_probe[isa].m = m;
+    t->inplace_probe[isa].ns = best;
+}
+
 typedef struct {
     const float *p;
     size_t bytes;
@@ -278,7 +319,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 8 };
+    enum { OTHER_STEPS = 9 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -434,6 +475,11 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
         t->bw_l3 = t->bw_dram;
     if (t->bw_l2 < t->bw_l3)
         t->bw_l2 = t->bw_l3;
+
+    step(&pr, "in-place kernels over a B in L3");
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if ((isa == VX_ISA_AVX2 && hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && hw->has_avx512))
+            inplace_probe((vx_isa)isa, hw, big, big_bytes, passes, t);
 
     /* Fixed costs. The parallel region is timed after an idle gap longer
      * than the workers' spin, so they sleep and must be woken, as in a
