@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "analyzer/plan.h"
 #include "analyzer/plancache.h"
@@ -241,6 +243,55 @@ static void all_kernels_of_variant(vx_isa isa, int v)
         }
     }
 }
+
+/* The in-place kernels read only B's n valid columns: B's last row ends
+ * at a page that is followed by an inaccessible one, so a load past n
+ * (16 floats when only the last vector of a short row was masked) faults
+ * and Criterion reports the crash. Every family, every n < nr, m = 1 and
+ * the widest m, the plain and the packing variant. */
+static void in_place_b_reads_stop_at_n(vx_isa isa)
+{
+    if (!vt_cpu_has(isa))
+        cr_skip_test("this CPU (%s) lacks %s: its kernels cannot run here", vx_hw()->cpu_model,
+                     vt_isa_name(isa));
+    const long page = sysconf(_SC_PAGESIZE);
+    const size_t span = 16 * (size_t)page;
+    char *map = mmap(NULL, span + (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(map != MAP_FAILED, "mmap");
+    cr_assert_eq(mprotect(map + span, (size_t)page, PROT_NONE), 0, "mprotect");
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    enum { K = 5 };
+    float a[32 * K], c[32 * 128], bpk[K * 128];
+    for (int i = 0; i < 32 * K; i++)
+        a[i] = (float)(i % 7) - 3.0f;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const vx_ukernel_family *F = &set->families[f];
+        for (int64_t n = 1; n < F->nr; n++) {
+            /* K rows of n floats, the last one ending at the guard page */
+            float *b = (float *)(map + span) - K * n;
+            for (int64_t i = 0; i < K * n; i++)
+                b[i] = (float)(i % 5) - 2.0f;
+            const int ms[2] = {1, F->mr_max};
+            for (int q = 0; q < 2; q++) {
+                const int m = ms[q];
+                F->kern[VX_UK_AS_BS][m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL);
+                F->pk[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL, bpk);
+                for (int64_t j = 0; j < n; j++) {
+                    double want = 0;
+                    for (int p = 0; p < K; p++)
+                        want += (double)a[(m - 1) * K + p] * (double)b[p * n + j];
+                    cr_assert_float_eq(c[(m - 1) * n + j], want, 1e-4, "%s nr=%d m=%d n=%lld col %lld: %g, want %g",
+                                       set->name, F->nr, m, (long long)n, (long long)j, (double)c[(m - 1) * n + j],
+                                       want);
+                }
+            }
+        }
+    }
+    munmap(map, span + (size_t)page);
+}
+
+Test(ukernel, in_place_b_reads_stop_at_n_avx2, .timeout = TMO) { in_place_b_reads_stop_at_n(VX_ISA_AVX2); }
+Test(ukernel, in_place_b_reads_stop_at_n_avx512, .timeout = TMO) { in_place_b_reads_stop_at_n(VX_ISA_AVX512); }
 
 /* The segmented kernel (strided A in segments, packed B): segment t of
  * seg_len steps (the last one shorter when k_all is not a multiple) reads

@@ -195,6 +195,9 @@ static void distinctive(vx_tune *t, double shift)
     t->bw_l3 = 67.5 + shift;
     t->bw_dram_all = 41.5 + shift;
     t->bw_stride_tlb = 2.625 + shift;
+    t->inplace_probe[VX_ISA_AVX2].fam = 0;
+    t->inplace_probe[VX_ISA_AVX2].m = 1;
+    t->inplace_probe[VX_ISA_AVX2].ns = 12345.5 + shift;
     snprintf(t->created, sizeof t->created, "%s", shift == 0 ? CREATED : "2032-01-02T03:04:05Z");
 }
 
@@ -239,6 +242,13 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
                   s[i].got);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        cr_assert(want->inplace_probe[isa].fam == got->inplace_probe[isa].fam &&
+                      want->inplace_probe[isa].m == got->inplace_probe[isa].m &&
+                      close_rel(want->inplace_probe[isa].ns, got->inplace_probe[isa].ns),
+                  "%s: inplace_probe[%d]: expected {%d, %d, %g}, found {%d, %d, %g}", what, isa,
+                  want->inplace_probe[isa].fam, want->inplace_probe[isa].m, want->inplace_probe[isa].ns,
+                  got->inplace_probe[isa].fam, got->inplace_probe[isa].m, got->inplace_probe[isa].ns);
     cr_assert_str_eq(got->created, want->created, "%s: created: expected \"%s\", found \"%s\"", what,
                      want->created, got->created);
     cr_assert_eq(got->version, VX_TUNE_VERSION, "%s: version: expected %d, found %d", what, VX_TUNE_VERSION,
@@ -514,6 +524,13 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "negative wake_ns", WAKE_TEXT, "-" WAKE_TEXT, VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "stride_tlb 1e300", "2.625", "1e300", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "stride_tlb given as a string", "2.625", "\"2.625\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "inplace_probe ns 1e300", "12345.5", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "inplace_probe ns negative", "12345.5", "-12345.5", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "inplace_probe ns given as a string", "12345.5", "\"12345.5\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "inplace_probe m beyond the family's tile", "1,\n   12345.5", "99,\n   12345.5",
+                        VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "inplace_probe family beyond the table", "0,\n   1,\n   12345.5",
+                        "99,\n   1,\n   12345.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "call_ns given twice", CALL_TEXT, CALL_TEXT ", \"call_ns\": 1.5", VX_ERR_INVALID_ARG);
 
     scratch_path(path, sizeof path, "no-such-file.json");
