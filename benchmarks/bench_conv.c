@@ -513,8 +513,9 @@ static void usage(FILE *f)
 "The user's tensors are plain, so oneDNN gets plain memory descriptors for src,\n"
 "weights and dst: it may not pick blocked formats whose reorders would fall\n"
 "outside the timing. One exception (--dnnl-formats auto, the default): where\n"
-"the plain weights leave oneDNN nothing but its reference kernel (ref:any; with\n"
-"nhwc/ohwi it has no other, and runs 100-1000x slower), the weights alone go\n"
+"the plain weights leave oneDNN nothing but its reference kernel (ref:any, or\n"
+"a wrapper around it such as jit_uni_ncsp:conv+ref:any, nchw on AVX-512; it\n"
+"runs 100-1000x slower), the weights alone go\n"
 "to the format oneDNN picks, reordered once outside the timing as an inference\n"
 "framework prepares constant weights; src and dst stay plain; such rows are\n"
 "marked [w:any] and counted. --dnnl-formats plain is the strict rule.\n"
@@ -820,6 +821,14 @@ static void dconv_destroy(dconv *d)
     d->pd = NULL;
 }
 
+/* oneDNN's reference kernel, alone ("ref:any") or inside a wrapper that
+ * reorders around it ("jit_uni_ncsp:conv+ref:any": nchw on an AVX-512 CPU
+ * whose blocked kernels the plain weights do not reach; 100x slower). */
+static int impl_is_ref(const char *impl)
+{
+    return strncmp(impl, "ref", 3) == 0 || strstr(impl, "+ref") != NULL;
+}
+
 /* Everything a call needs: descriptors, primitive descriptor, primitive and
  * memory objects on the user's buffers. With fmt != FMT_PLAIN, the tensors
  * oneDNN wants in another format are reordered into its own buffers (time
@@ -832,7 +841,7 @@ static int dconv_create(dconv *d, const ccase *c, int layout, int fmt, int alg_a
          * plain weights (nhwc with ohwi): then the weights alone go to the
          * format it picks (reordered once, outside the timing). */
         int rc = dconv_create(d, c, layout, FMT_PLAIN, alg_auto, in, filt, bias, out);
-        if (rc != 0 || strncmp(d->impl, "ref", 3) != 0)
+        if (rc != 0 || !impl_is_ref(d->impl))
             return rc;
         dconv_destroy(d);
         rc = dconv_create(d, c, layout, FMT_WEIGHTS_ANY, alg_auto, in, filt, bias, out);
@@ -1642,7 +1651,7 @@ static void summarize(const cresult *res, int m, const char *suite, int layout, 
         g->ran++;
         g->failed += r->failed;
         g->mismatched += r->mismatch;
-        g->ref_impl += !strncmp(r->impl, "ref", 3);
+        g->ref_impl += impl_is_ref(r->impl);
         g->wany += r->wany;
         if (!(r->t[L_VX] > 0 && r->t[L_DNNL] > 0))
             continue;

@@ -397,6 +397,39 @@ static int grid_of(const vx_candidates *c, int tm, int tn)
     return -1;
 }
 
+/* Cells side by side share the line under their boundary when it is not a
+ * line boundary: a 1x2 grid over 19200x108x20 pays one transfer per row
+ * (per k block), a 2x1 grid and a 1x2 grid over 19200x128x20 (64-float
+ * cells, 512-byte rows) nothing. */
+VT_ISA_TEST(cost, cells_side_by_side_pay_for_shared_lines, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    int l1 = -1;
+    for (int j = 0; j < c.n1 && l1 < 0; j++)
+        if (c.l1[j].mode == VX_LOAD_COPY_B && d.fam[c.l0[c.l1[j].l0].fam].n == 64 / d.elem_bytes * 4)
+            l1 = j;
+    if (l1 < 0)
+        l1 = first_of_mode(&c, VX_LOAD_COPY_B);
+    const int g12 = grid_of(&c, 1, 2), g21 = grid_of(&c, 2, 1);
+    const int n0 = d.fam[c.l0[c.l1[l1].l0].fam].n;
+    vx_device_desc none = d;
+    none.line_share_ns = 0;
+    d.line_share_ns = 100;
+    const vx_problem odd = {.m = 19200, .n = 2 * n0 - 3, .k = 20, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const vx_problem even = {.m = 19200, .n = 2 * n0, .k = 20, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const double shared = vx_cost_price(&d, &c, &odd, l1, g12) - vx_cost_price(&none, &c, &odd, l1, g12);
+    cr_assert_float_eq(shared, 100.0 * 19200, 1.0, "19200 rows x %d, 1x2: %g ns for the shared lines, want %g",
+                       (int)odd.n, shared, 100.0 * 19200);
+    cr_assert_float_eq(vx_cost_price(&d, &c, &odd, l1, g21), vx_cost_price(&none, &c, &odd, l1, g21), 1e-6,
+                       "a 2x1 grid shares no column boundary");
+    if ((n0 * d.elem_bytes) % 64 == 0)
+        cr_assert_float_eq(vx_cost_price(&d, &c, &even, l1, g12), vx_cost_price(&none, &c, &even, l1, g12), 1e-6,
+                           "cells of whole lines share none");
+    vx_candidates_free(&c);
+}
+
 /* The measured overlap of in-place streams: a plain in-place plan costs
  * less with it, never less than reading B once from home; a convolution's
  * segmented A keeps the full price; and the calibration inverts the price:

@@ -195,6 +195,7 @@ static void distinctive(vx_tune *t, double shift)
     t->bw_l3 = 67.5 + shift;
     t->bw_dram_all = 41.5 + shift;
     t->bw_stride_tlb = 2.625 + shift;
+    t->line_share_ns = 77.125 + shift;
     t->inplace_probe[VX_ISA_AVX2].fam = 0;
     t->inplace_probe[VX_ISA_AVX2].m = 1;
     t->inplace_probe[VX_ISA_AVX2].ns = 12345.5 + shift;
@@ -238,6 +239,7 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         { "bw_stride_tlb", want->bw_stride_tlb, got->bw_stride_tlb },
         { "wake_ns", want->wake_ns, got->wake_ns },
         { "call_ns", want->call_ns, got->call_ns },
+        { "line_share_ns", want->line_share_ns, got->line_share_ns },
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
@@ -524,6 +526,8 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "negative wake_ns", WAKE_TEXT, "-" WAKE_TEXT, VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "stride_tlb 1e300", "2.625", "1e300", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "stride_tlb given as a string", "2.625", "\"2.625\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "line_share_ns negative", "77.125", "-77.125", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "line_share_ns 1e300", "77.125", "1e300", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe ns 1e300", "12345.5", "1e300", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe ns negative", "12345.5", "-12345.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe ns given as a string", "12345.5", "\"12345.5\"", VX_ERR_INVALID_ARG);

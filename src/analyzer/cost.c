@@ -181,6 +181,7 @@ typedef struct {
     double strided, stride_stream; /* in-place rows far apart: re-read, first pass */
     double stride_tlb;  /* ... first pass from the last level, more rows than the TLB keeps */
     int b_home_last;    /* B's home reads no faster than the last level alone */
+    int tn;             /* the grid's columns of cells */
     int a_far;          /* A's home is beyond the second level (L3 or DRAM) */
     double copy_b;      /* ns per element of B copied (rate or read, the slower) */
     double copy_a;      /* ns per element of A copied (cell_rates: per tile height) */
@@ -194,6 +195,7 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
 {
     const double e = d->elem_bytes;
     const int t = g.tm * g.tn;
+    x->tn = g.tn;
     x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
     double bw_top = d->bw_shared;
     for (int i = 0; i < d->nmem; i++) {
@@ -377,8 +379,8 @@ static inline double inplace_stall(const vx_device_desc *d, const vx_problem *p)
 
 /* The cell's time for L1 candidate b, whose k block for this k is kb
  * (vx_cost_kc), KB k blocks (k_blocks) and L0 time compute (cell_l0_time). */
-static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
-                         const vx_l1_cand *b, int64_t kb, int64_t KB, double compute, const grid_ctx *x)
+static double price_cell_body(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
+                              const vx_l1_cand *b, int64_t kb, int64_t KB, double compute, const grid_ctx *x)
 {
     const double e = d->elem_bytes;
     const int n0 = F->n;
@@ -485,6 +487,24 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
      * both operands once from home. */
     return d->mode_ns[VX_LOAD_NONE] + a_stream +
            dmax(compute + inplace_stall(d, p) * b_stream, b_cell * x->b_home);
+}
+
+/* price_cell_body, plus what cells side by side pay for the lines they
+ * share: where a cell boundary or C's rows do not fall on line boundaries,
+ * the line under each boundary holds columns of both neighbours, and every
+ * k block stores each of the cell's rows into it from both cores, moving it
+ * between them (19200x108x20, 1x2 grid on 2 AMD Zen 5 cores: 0.25 ms, or
+ * 1.7-2.0 ms when the two threads walk the rows in step; NOTES.md). The
+ * worst case is priced: a grid that splits rows instead costs nothing. */
+static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
+                         const vx_l1_cand *b, int64_t kb, int64_t KB, double compute, const grid_ctx *x)
+{
+    const double body = price_cell_body(d, p, F, m0, b, kb, KB, compute, x);
+    const int64_t line = d->mem[0].line > 0 ? d->mem[0].line : 64;
+    const int64_t e = d->elem_bytes;
+    if (x->tn < 2 || ((x->n_c * e) % line == 0 && (p->n * e) % line == 0))
+        return body;
+    return body + d->line_share_ns * (double)x->m_c * (double)KB;
 }
 
 /* The load modes this problem's operands allow. */

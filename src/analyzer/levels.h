@@ -103,6 +103,7 @@ typedef struct {
     double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */
+    double line_share_ns;      /* a cache line stored by two units in turn: one transfer */
     double direct_ns_per_flop; /* a direct convolution kernel (depthwise) on one unit */
     int gemv_rows_max;         /* matrix-vector kernels take up to this many rows of C at
                                   once (a GEMM with m <= it and unit-stride B rows); 1: none */

@@ -95,6 +95,10 @@ typedef struct {
      * its first flop (buffers, packing set-up, loop entry). */
     double mode_call_ns[3];
     double call_ns;
+    /* ns a cache line takes to move to the other core when two cores
+     * store into it in turn (C rows whose line straddles two threads'
+     * columns; optional in the file) */
+    double line_share_ns;
 } vx_tune;
 
 /* The in-place probe's problem (tune.h, inplace_probe): 9 KiB rows (a

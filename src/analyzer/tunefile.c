@@ -10,7 +10,7 @@
  *     "bandwidth": { "l2": ..., "l3": ..., "dram": ..., "dram_all": ..., "strided": ...,
  *                    "stride_stream": ..., "stride_tlb": ... (optional) },  bytes per ns
  *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place],
- *     "inplace_probe": { "avx512": [family, m, ns], ... } (optional) }
+ *     "inplace_probe": { "avx512": [family, m, ns], ... } (optional), "line_share_ns": ... (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -243,6 +243,14 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         n.inplace_probe[isa].m = (int)m;
         n.inplace_probe[isa].ns = ns;
     }
+    if (json_object_get(root, "line_share_ns")) { /* added after version 2 files were written */
+        if (!get_num(root, "line_share_ns", 0, FIXED_MAX, &x)) {
+            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"line_share_ns\" is not a number in [0, %g]", path,
+                    FIXED_MAX);
+            goto out;
+        }
+        n.line_share_ns = x;
+    }
     static const char *const fixed[] = { "wake_ns", "wake_warm_ns", "call_ns", "mode_call_ns",
                                         "mode_call_ns", "mode_call_ns" };
     double *fixed_out[] = { &n.wake_ns, &n.wake_warm_ns, &n.call_ns };
@@ -371,6 +379,7 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
                                     json_pack("[i, i, f]", t->inplace_probe[isa].fam, t->inplace_probe[isa].m,
                                               t->inplace_probe[isa].ns));
         json_object_set_new(root, "inplace_probe", probe);
+        json_object_set_new(root, "line_share_ns", json_real(t->line_share_ns));
     }
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");

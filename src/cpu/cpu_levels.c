@@ -144,6 +144,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->parallel_ns[0] = tu->wake_ns;
     d->parallel_ns[1] = tu->wake_warm_ns;
     d->call_ns = tu->call_ns;
+    d->line_share_ns = tu->line_share_ns;
     double least = tu->mode_call_ns[0];
     for (int mode = 1; mode < VX_LOAD_MODES; mode++)
         least = tu->mode_call_ns[mode] < least ? tu->mode_call_ns[mode] : least;

@@ -291,6 +291,52 @@ static double dram_bw_all(float *big, size_t bytes, int cores, int passes)
     return worst > 0 ? (double)each * started / worst : 0;
 }
 
+/* One cache line passed between cores 0 and 1: each side waits for the
+ * other's store before its own, so every store moves the line once. */
+typedef struct {
+    _Alignas(64) int64_t turn;
+} shared_line;
+
+typedef struct {
+    shared_line *line;
+    int64_t rounds;
+    int core, parity;
+} pingpong_side;
+
+static void *pingpong_run(void *arg)
+{
+    const pingpong_side *ps = arg;
+    vx_hw_bind_thread_to_core(ps->core);
+    for (int64_t i = ps->parity; i < 2 * ps->rounds; i += 2) {
+        while (__atomic_load_n(&ps->line->turn, __ATOMIC_ACQUIRE) != i)
+            ;
+        __atomic_store_n(&ps->line->turn, i + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* ns per transfer, best of `passes`; 0 when the second thread cannot start. */
+static double line_transfer_ns(int passes)
+{
+    enum { ROUNDS = 20000 };
+    static shared_line line;
+    double best = 0;
+    for (int pass = 0; pass < passes; pass++) {
+        line.turn = 0;
+        pingpong_side side0 = { &line, ROUNDS, 0, 0 }, side1 = { &line, ROUNDS, 1, 1 };
+        pthread_t other;
+        const double t0 = now_ns();
+        if (pthread_create(&other, NULL, pingpong_run, &side1) != 0)
+            return 0;
+        pingpong_run(&side0);
+        pthread_join(other, NULL);
+        const double dt = (now_ns() - t0) / (2.0 * ROUNDS);
+        best = pass == 0 || dt < best ? dt : best;
+    }
+    vx_hw_bind_thread_to_core(0);
+    return best;
+}
+
 /* ------------------------------------------------------------- fixed --- */
 
 static void empty_task(void *ctx, int tid, int n)
@@ -319,7 +365,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 9 };
+    enum { OTHER_STEPS = 10 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -476,6 +522,12 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     if (t->bw_l2 < t->bw_l3)
         t->bw_l2 = t->bw_l3;
 
+    step(&pr, "a cache line passed between two cores");
+    if (hw->physical_cores >= 2) {
+        const double ns = line_transfer_ns(passes);
+        if (ns > 0)
+            t->line_share_ns = ns;
+    }
     step(&pr, "in-place kernels over a B in L3");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if ((isa == VX_ISA_AVX2 && hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && hw->has_avx512))
