@@ -63,31 +63,19 @@ static void pack_panel(const job *J, int64_t g, int64_t q, float *out)
 }
 
 
-/* One segment [x0, x1) of output row (image, oh), one column panel q: every
- * pixel of the segment has the same valid taps. Taps outermost, pixel tiles
- * inside: one tap's k x nr slice of the packed filter, the segment's C
- * columns and the input pixels under it stay in L1 while every tile of the
- * segment passes over them. The first valid tap's first k block writes C
- * (beta = 0), the last one's last block carries the epilogue. */
-static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t q,
-                    const float *bp, const int64_t *s_lo, const int64_t *s_hi)
+/* The runs of the reduction the pixels [x0, x1) of output row oh read (all
+ * of them the same valid taps): one per valid tap (r, s), cg channels long;
+ * or, where the channels of one input pixel are all of the group's
+ * (groups == 1) and the filter row's columns are adjacent (dilation_w ==
+ * 1), one per filter row over its valid columns (always adjacent), up to
+ * s*c floats long: the input under them is contiguous, and so is that part
+ * of the packed filter (order r, s, c). Longer runs mean fewer, longer L0
+ * calls (a 3-channel stem: 21 instead of 3). Returns the number of runs. */
+static int tap_runs(const job *J, int64_t oh, int64_t x0, int64_t x1, const int64_t *s_lo, const int64_t *s_hi,
+                    int64_t *run_r, int64_t *run_s, int64_t *run_len)
 {
     const vx_conv2d_params *p = J->p;
-    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
-    const int mr = J->plan->mr, nr = J->plan->nr;
-    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
-    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
-    float *c = J->out + ((im * J->v->p + oh) * Q) * K + g * J->v->kg + k0;
-    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
-    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
-    /* The runs of the reduction this segment reads: one per valid tap
-     * (r, s), cg channels long; or, where the channels of one input pixel
-     * are all of the group's (groups == 1) and the filter row's columns are
-     * adjacent (dilation_w == 1), one per filter row over its valid columns
-     * (always adjacent), up to s*c floats long: the input under them is
-     * contiguous, and so is that part of the packed filter (order r, s, c). Longer runs
-     * mean fewer, longer L0 calls (a 3-channel stem: 21 instead of 3). */
-    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    const int64_t cg = J->v->cg, C = p->c;
     int nrun = 0;
     const int merge = p->dilation_w == 1 && cg == C;
     for (int64_t r = 0; r < p->r; r++) {
@@ -115,6 +103,29 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
                 run_len[nrun++] = cg;
             }
     }
+    return nrun;
+}
+
+/* One segment [x0, x1) of output row (image, oh), one column panel q: every
+ * pixel of the segment has the same valid taps. Taps outermost, pixel tiles
+ * inside: one tap's k x nr slice of the packed filter, the segment's C
+ * columns and the input pixels under it stay in L1 while every tile of the
+ * segment passes over them. The first valid tap's first k block writes C
+ * (beta = 0), the last one's last block carries the epilogue. */
+static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t q,
+                    const float *bp, const int64_t *s_lo, const int64_t *s_hi)
+{
+    const vx_conv2d_params *p = J->p;
+    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
+    const int mr = J->plan->mr, nr = J->plan->nr;
+    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
+    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
+    float *c = J->out + ((im * J->v->p + oh) * Q) * K + g * J->v->kg + k0;
+    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
+    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
+    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    const int nrun = tap_runs(J, oh, x0, x1, s_lo, s_hi, run_r, run_s, run_len);
+    const int merge = p->dilation_w == 1 && cg == C;
     if (nrun == 0) { /* every tap in the padding: the output is act(bias) */
         for (int64_t x = x0; x < x1; x += mr) {
             const int mm = (int)min64(mr, x1 - x);
@@ -165,6 +176,28 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
     }
 }
 
+/* The cuts of an output row into segments of pixels with the same valid
+ * taps (the same for every row): cuts[0] = 0 < ... < cuts[n - 1] = Q. */
+static int row_cuts(const job *J, const int64_t *s_lo, const int64_t *s_hi, int64_t a, int64_t b, int64_t *cuts)
+{
+    int nc = 0;
+    cuts[nc++] = a;
+    cuts[nc++] = b;
+    for (int64_t s = 0; s < J->p->s; s++) {
+        if (s_lo[s] > a && s_lo[s] < b)
+            cuts[nc++] = s_lo[s];
+        if (s_hi[s] > a && s_hi[s] < b)
+            cuts[nc++] = s_hi[s];
+    }
+    for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
+        for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
+            const int64_t t = cuts[j];
+            cuts[j] = cuts[j - 1];
+            cuts[j - 1] = t;
+        }
+    return nc;
+}
+
 /* Pixels [m0, m1) (flattened over images and output rows) x column panels
  * [q0, q1) of group g. */
 /* Output rows [m0, m1) of group g (flattened pixels) over the column panels
@@ -172,34 +205,105 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
 static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
                      const int64_t *s_lo, const int64_t *s_hi)
 {
-    const vx_conv2d_params *p = J->p;
     const int64_t Q = J->v->q, pq = J->v->p * Q;
     int64_t cuts[2 * MAX_S + 2];
     for (int64_t pix = m0; pix < m1;) {
         const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
         const int64_t b = min64(Q, a + (m1 - pix));
         /* the row's segments: cut where any tap enters or leaves the input */
-        int nc = 0;
-        cuts[nc++] = a;
-        cuts[nc++] = b;
-        for (int64_t s = 0; s < p->s; s++) {
-            if (s_lo[s] > a && s_lo[s] < b)
-                cuts[nc++] = s_lo[s];
-            if (s_hi[s] > a && s_hi[s] < b)
-                cuts[nc++] = s_hi[s];
-        }
-        for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
-            for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
-                const int64_t t = cuts[j];
-                cuts[j] = cuts[j - 1];
-                cuts[j - 1] = t;
-            }
+        const int nc = row_cuts(J, s_lo, s_hi, a, b, cuts);
         for (int64_t q = q0; q < q1; q++)
             for (int i = 0; i + 1 < nc; i++)
                 if (cuts[i] < cuts[i + 1])
                     segment(J, g, im, oh, cuts[i], cuts[i + 1], q, bp[q - q0], s_lo, s_hi);
         pix += b - a;
     }
+}
+
+/* Batch-major tiles: the pixels [x0, x1) of output row oh in images
+ * [i0, i1), one column panel q. A pixel's valid taps depend only on its
+ * row and column, so the same pixel of every image reads the same taps:
+ * a tile of mr images at one pixel is a strided A (rows h*w*c floats
+ * apart) and a strided C (rows p*q*k apart). On small maps with wide
+ * filters most pixels are edge pixels whose segments hold one or two
+ * pixels, and pixel-major tiles are one or two rows tall (run_pixels). */
+static void segment_batched(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t oh, int64_t x0, int64_t x1,
+                            int64_t q, const float *bp, const int64_t *s_lo, const int64_t *s_hi)
+{
+    const vx_conv2d_params *p = J->p;
+    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
+    const int mr = J->plan->mr, nr = J->plan->nr;
+    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
+    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
+    const int64_t a_rs = p->h * p->w * C, c_rs = J->v->p * Q * K;
+    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
+    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
+    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    const int nrun = tap_runs(J, oh, x0, x1, s_lo, s_hi, run_r, run_s, run_len);
+    for (int64_t x = x0; x < x1; x++) {
+        float *c = J->out + ((i0 * J->v->p + oh) * Q + x) * K + g * J->v->kg + k0;
+        if (nrun == 0) { /* every tap in the padding: act(bias) */
+            for (int64_t im = i0; im < i1; im += mr) {
+                const int mm = (int)min64(mr, i1 - im);
+                J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + (im - i0) * c_rs, c_rs, nn, 1.0f, 0.0f, epp);
+            }
+            continue;
+        }
+        for (int t = 0; t < nrun; t++) {
+            const int64_t r = run_r[t], s = run_s[t], len = run_len[t];
+            const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
+            const int64_t iw = x * p->stride_w - p->pad_w + s * p->dilation_w;
+            const float *a = J->in + ((i0 * p->h + ih) * p->w + iw) * C + g * cg;
+            const float *b = bp + (r * p->s + s) * cg * nr;
+            for (int64_t c0 = 0; c0 < len; c0 += kc) {
+                const int64_t kb = min64(kc, len - c0);
+                const float beta = t == 0 && c0 == 0 ? 0.0f : 1.0f;
+                const vx_epilogue *e = t == nrun - 1 && c0 + kb >= len ? epp : NULL;
+                for (int64_t im = i0; im < i1; im += mr) {
+                    const int mm = (int)min64(mr, i1 - im);
+                    J->kern[mm - 1](kb, a + (im - i0) * a_rs + c0, mm > 1 ? a_rs : 0, 1, b + c0 * nr, nr,
+                                    c + (im - i0) * c_rs, c_rs, nn, 1.0f, beta, e);
+                }
+            }
+        }
+    }
+}
+
+/* Pixels [m0, m1) (flattened over images and output rows): pixel-major
+ * (run_rows), except that the whole images among them go batch-major
+ * (segment_batched) where that makes fewer, taller tiles: pixel-major takes
+ * ceil(len / mr) tiles per segment of len pixels in every image,
+ * batch-major len tiles of up to mr images. 36 images of 4x4 with 11x11
+ * filters (stride 2, pad 5): 2x2 outputs, one-pixel segments, 1-row tiles. */
+static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
+                       const int64_t *s_lo, const int64_t *s_hi)
+{
+    const int64_t Q = J->v->q, pq = J->v->p * Q;
+    const int mr = J->plan->mr;
+    const int64_t i0 = cdiv(m0, pq), i1 = m1 / pq; /* whole images */
+    if (i1 - i0 >= 2) {
+        int64_t cuts[2 * MAX_S + 2];
+        const int nc = row_cuts(J, s_lo, s_hi, 0, Q, cuts);
+        int64_t pixel_tiles = 0, batch_tiles = 0;
+        for (int i = 0; i + 1 < nc; i++) {
+            const int64_t len = cuts[i + 1] - cuts[i];
+            pixel_tiles += (i1 - i0) * cdiv(len, mr);
+            batch_tiles += len * cdiv(i1 - i0, mr);
+        }
+        if (4 * batch_tiles <= 3 * pixel_tiles) {
+            if (m0 < i0 * pq)
+                run_rows(J, g, m0, i0 * pq, q0, q1, bp, s_lo, s_hi);
+            for (int64_t oh = 0; oh < J->v->p; oh++)
+                for (int64_t q = q0; q < q1; q++)
+                    for (int i = 0; i + 1 < nc; i++)
+                        if (cuts[i] < cuts[i + 1])
+                            segment_batched(J, g, i0, i1, oh, cuts[i], cuts[i + 1], q, bp[q - q0], s_lo, s_hi);
+            if (i1 * pq < m1)
+                run_rows(J, g, i1 * pq, m1, q0, q1, bp, s_lo, s_hi);
+            return;
+        }
+    }
+    run_rows(J, g, m0, m1, q0, q1, bp, s_lo, s_hi);
 }
 
 /* One cell: pixels [m0, m1) x column panels [q0, q1) of group g, with this
@@ -236,13 +340,13 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
             bp[q - q0] = buf + (q - q0) * panel_floats;
             pack_panel(J, g, q, bp[q - q0]);
         }
-        run_rows(J, g, m0, m1, q0, q1, bp, s_lo, s_hi);
+        run_pixels(J, g, m0, m1, q0, q1, bp, s_lo, s_hi);
         return;
     }
     bp[0] = buf;
     for (int64_t q = q0; q < q1; q++) {
         pack_panel(J, g, q, buf);
-        run_rows(J, g, m0, m1, q, q + 1, bp, s_lo, s_hi);
+        run_pixels(J, g, m0, m1, q, q + 1, bp, s_lo, s_hi);
     }
 }
 
