@@ -17,6 +17,7 @@
 #include "analyzer/plan.h"
 #include "analyzer/plancache.h"
 #include "cpu/gemv.h"
+#include "cpu/pack.h"
 #include "ref.h"
 #include "vt_isa.h"
 
@@ -292,6 +293,39 @@ static void in_place_b_reads_stop_at_n(vx_isa isa)
 
 Test(ukernel, in_place_b_reads_stop_at_n_avx2, .timeout = TMO) { in_place_b_reads_stop_at_n(VX_ISA_AVX2); }
 Test(ukernel, in_place_b_reads_stop_at_n_avx512, .timeout = TMO) { in_place_b_reads_stop_at_n(VX_ISA_AVX512); }
+
+/* vx_copy_transposed (the NCHW <-> NHWC copies): every element lands in
+ * place and nothing outside the rows x cols block of dst is written, for
+ * edge sizes around its 8 x 8 blocks, leading dimensions larger than needed
+ * and leading dimensions a multiple of 512 floats on either side (the two
+ * loop orders). */
+Test(pack, copy_transposed_edges_and_both_orders, .timeout = TMO)
+{
+    static const int64_t sizes[] = {1, 3, 7, 8, 9, 16, 17, 33};
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 8; b++)
+            for (int lds = 0; lds < 2; lds++)
+                for (int ldd = 0; ldd < 2; ldd++) {
+                    const int64_t rows = sizes[a], cols = sizes[b];
+                    const int64_t ls = lds ? 512 : cols + 3, ld = ldd ? 1024 : rows + 5;
+                    float *src = malloc(sizeof(float) * (size_t)(rows * ls));
+                    float *dst = malloc(sizeof(float) * (size_t)(cols * ld));
+                    for (int64_t i = 0; i < rows * ls; i++)
+                        src[i] = (float)i + 0.5f;
+                    for (int64_t i = 0; i < cols * ld; i++)
+                        dst[i] = -1.0f;
+                    vx_copy_transposed(rows, cols, src, ls, dst, ld);
+                    for (int64_t j = 0; j < cols; j++)
+                        for (int64_t i = 0; i < ld; i++) {
+                            const float want = i < rows ? src[i * ls + j] : -1.0f;
+                            cr_assert(dst[j * ld + i] == want, "%lldx%lld ld %lld/%lld: dst[%lld][%lld] = %g, want %g",
+                                      (long long)rows, (long long)cols, (long long)ls, (long long)ld, (long long)j,
+                                      (long long)i, (double)dst[j * ld + i], (double)want);
+                        }
+                    free(src);
+                    free(dst);
+                }
+}
 
 /* The segmented kernel (strided A in segments, packed B): segment t of
  * seg_len steps (the last one shorter when k_all is not a multiple) reads

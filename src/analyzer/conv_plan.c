@@ -132,6 +132,19 @@ static double direct_ns(const vx_device_desc *d, const vx_conv_view *v, int max_
     return d->call_ns + (t > 1 ? d->parallel_ns[warm ? 1 : 0] : 0.0) + (compute > stream ? compute : stream);
 }
 
+/* Transposing a tensor of `elems` floats (NCHW to NHWC and back), shared
+ * among t threads: at the measured transposed-copy rate while it fits the
+ * last cache level; beyond, at the measured rate of strided copies from
+ * DRAM, which more threads do not speed up (1x49x499x499, 1x1 stride 2:
+ * the 49 MB input's transpose took 5 of the 7.9 ms; NOTES.md). */
+static double transpose_ns(const vx_device_desc *d, double elems, int t)
+{
+    const double bytes = elems * d->elem_bytes;
+    if (d->nmem >= 2 && bytes > (double)d->mem[d->nmem - 2].bytes)
+        return elems * d->copy_b_narrow_ns[1];
+    return elems * d->copy_ns[0][1] / t;
+}
+
 static void insert(vx_priced_plan *out, int *n, int max, const vx_priced_plan *v)
 {
     if (*n == max && v->predicted_ns >= out[max - 1].predicted_ns)
@@ -173,6 +186,35 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
         pp.plan.threads = t;
         pp.predicted_ns = call + region + one * (double)cdiv(v.items, t);
         insert(out, &n, max, &pp);
+    }
+
+    /* NCHW run as NHWC: the input and filter transposed to NHWC and KRSC,
+     * the output back, around the NHWC plan, whose in-place patches skip
+     * the taps that meet padding and whose tiles may run across images
+     * (conv_inplace.c) where the NCHW items gather every tap, zeros
+     * included, one image at a time (36x474x4x4 with 11x11 filters, pad 5:
+     * 121 taps gathered for at most 16 valid), and where one image's
+     * pixels make a GEMM too small for the tiles. oneDNN runs NCHW the same
+     * way on AVX-512 (its ncsp wrapper reorders around a blocked kernel).
+     * The transposes are shared among the plan's threads, at the measured
+     * transposed-copy rate. */
+    if (p->layout == VX_NCHW && !v.depthwise && p->groups == 1 && d) {
+        vx_conv2d_params q = *p;
+        q.layout = VX_NHWC;
+        vx_conv_view vq;
+        vx_conv_view_of(&q, &vq);
+        vx_priced_plan via;
+        if (vx_conv_rank(&q, &vq, isa, max_threads, pool_warm, &via, 1) == 1 && via.plan.path != VX_PATH_CONV_DIRECT) {
+            const int t = via.plan.threads > 1 ? via.plan.threads : 1;
+            const double rs = (double)p->r * (double)p->s;
+            via.plan.conv_via_nhwc = 1;
+            /* the threads share out whole images (filters): min(t, n) work */
+            const int tn = p->n < t ? (int)p->n : t, tk = p->k < t ? (int)p->k : t;
+            via.predicted_ns += transpose_ns(d, (double)p->n * (double)p->c * (double)p->h * (double)p->w, tn) +
+                                (rs > 1 ? transpose_ns(d, (double)p->k * (double)p->c * rs, tk) : 0.0) +
+                                transpose_ns(d, (double)p->n * (double)p->k * (double)v.p * (double)v.q, tn);
+            insert(out, &n, max, &via);
+        }
     }
 
     if (v.depthwise && d && p->r * p->s <= VX_CONV_DIRECT_MAX_TAPS) {

@@ -83,7 +83,8 @@ static int fallback(const vx_gemm_shape *s, vx_isa isa, vx_priced_plan *priced)
 int vx_plan_same(const vx_gemm_plan *a, const vx_gemm_plan *b)
 {
     return a->path == b->path && a->family == b->family && a->mr == b->mr && a->kc == b->kc &&
-           a->mc == b->mc && a->nc == b->nc && a->threads_m == b->threads_m && a->threads_n == b->threads_n;
+           a->mc == b->mc && a->nc == b->nc && a->threads_m == b->threads_m && a->threads_n == b->threads_n &&
+           a->conv_via_nhwc == b->conv_via_nhwc;
 }
 
 /* Blocks larger than the problem behave like the problem: clip them so
@@ -328,12 +329,13 @@ void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
         snprintf(buf, (size_t)len, "conv_direct %s threads=%d", vx_ukernels(p->isa)->name, p->threads);
         return;
     }
+    const char *via = p->conv_via_nhwc ? " via nhwc" : "";
     if (p->path == VX_PATH_PACKED)
-        snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d threads=%d",
+        snprintf(buf, (size_t)len, "%s %s %dx%d mc=%lld kc=%lld nc=%lld grid=%dx%d threads=%d%s",
                  paths[p->path & 7], vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->mc,
-                 (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n, p->threads);
+                 (long long)p->kc, (long long)p->nc, p->threads_m, p->threads_n, p->threads, via);
     else
-        snprintf(buf, (size_t)len, "%s %s %dx%d kc=%lld grid=%dx%d threads=%d", paths[p->path & 7],
+        snprintf(buf, (size_t)len, "%s %s %dx%d kc=%lld grid=%dx%d threads=%d%s", paths[p->path & 7],
                  vx_ukernels(p->isa)->name, p->mr, p->nr, (long long)p->kc, p->threads_m, p->threads_n,
-                 p->threads);
+                 p->threads, via);
 }

@@ -45,6 +45,9 @@ typedef struct {
     vx_path fallback;     /* VX_PATH_GEMV only: the best GEMM path, whose tile and
                              blocks the fields above hold, for a problem the
                              matrix-vector kernels cannot take (odd strides) */
+    int conv_via_nhwc;    /* convolution only: an NCHW call run by the NHWC plan the
+                             fields above describe, its input and filter transposed
+                             to NHWC/KRSC before and its output back after */
 } vx_gemm_plan;
 
 /* Fill *out for this shape, ISA and thread budget. Never fails. */

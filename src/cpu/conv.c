@@ -5,10 +5,81 @@
 #include <stddef.h>
 
 #include "cpu/conv.h"
+#include "cpu/pack.h"
+#include "cpu/threadpool.h"
+#include "status.h"
+
+enum { SLOT_NCHW_AS_NHWC = 3 };
+
+/* count matrices of rows x cols, each transposed (vx_copy_transposed):
+ * matrix i from src + i * src_step to dst + i * dst_step. */
+typedef struct {
+    int64_t count, rows, cols, ld_src, ld_dst, src_step, dst_step;
+    const float *src;
+    float *dst;
+} transposes;
+
+static void transposes_task(void *ctx, int tid, int nthreads)
+{
+    const transposes *t = ctx;
+    const int64_t lo = t->count * tid / nthreads, hi = t->count * (tid + 1) / nthreads;
+    for (int64_t i = lo; i < hi; i++)
+        vx_copy_transposed(t->rows, t->cols, t->src + i * t->src_step, t->ld_src, t->dst + i * t->dst_step,
+                           t->ld_dst);
+}
+
+static void transpose_all(const transposes *t, int threads)
+{
+    if (threads > t->count)
+        threads = (int)t->count;
+    if (threads > 1)
+        vx_pool_run(transposes_task, (void *)t, threads);
+    else
+        transposes_task((void *)t, 0, 1);
+}
+
+/* An NCHW call on a plan with conv_via_nhwc: transpose the input to NHWC
+ * and the filter to KRSC, run the NHWC plan, transpose its output back,
+ * each transpose shared among the plan's threads. One buffer holds the
+ * three copies (taken before anything is written). */
+static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
+                               const float *in, const float *filter, const float *bias, float *out,
+                               int *threads_used)
+{
+    vx_conv2d_params q = *p;
+    q.layout = VX_NHWC;
+    vx_conv_view vq;
+    vx_conv_view_of(&q, &vq);
+    const int64_t hw = p->h * p->w, rs = p->r * p->s, pq = v->p * v->q;
+    const size_t n_in = (size_t)(p->n * p->c * hw), n_f = rs > 1 ? (size_t)(p->k * p->c * rs) : 0,
+                 n_out = (size_t)(p->n * p->k * pq);
+    float *in_t = vx_scratch(SLOT_NCHW_AS_NHWC, n_in + n_f + n_out);
+    if (!in_t)
+        return vx_fail(VX_ERR_NO_MEMORY, "dyn_conv2d: out of memory for %zu bytes of NHWC copies",
+                       (n_in + n_f + n_out) * sizeof(float));
+    float *f_t = in_t + n_in, *out_t = in_t + n_in + n_f;
+    const int threads = plan->threads > 1 ? plan->threads : 1;
+    const transposes t_in = { p->n, p->c, hw, hw, p->c, p->c * hw, hw * p->c, in, in_t };
+    const transposes t_f = { p->k, p->c, rs, rs, p->c, p->c * rs, rs * p->c, filter, f_t };
+    transpose_all(&t_in, threads);
+    if (rs > 1) /* a 1x1 filter is KRSC already */
+        transpose_all(&t_f, threads);
+    const float *f_nhwc = rs > 1 ? f_t : filter;
+    vx_gemm_plan inner = *plan;
+    inner.conv_via_nhwc = 0;
+    const vx_status s = vx_cpu_conv2d(&q, &vq, &inner, in_t, f_nhwc, bias, out_t, threads_used);
+    if (s != VX_OK)
+        return s;
+    const transposes t_out = { p->n, pq, p->k, p->k, pq, pq * p->k, p->k * pq, out_t, out };
+    transpose_all(&t_out, threads);
+    return VX_OK;
+}
 
 vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
                         const float *in, const float *filter, const float *bias, float *out, int *threads_used)
 {
+    if (plan->conv_via_nhwc && p->layout == VX_NCHW)
+        return conv_via_nhwc(p, v, plan, in, filter, bias, out, threads_used);
     if (plan->path == VX_PATH_CONV_DIRECT)
         return vx_cpu_conv_direct(p, v, plan, in, filter, bias, out, threads_used);
     if (p->layout == VX_NHWC && !v->pointwise && plan->path != VX_PATH_PACKED)

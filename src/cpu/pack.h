@@ -20,6 +20,9 @@ void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, i
  * padding) reads as zeros. */
 void vx_pack_rows_t(const float *const *src, int nrows, int64_t len, float *dst, int64_t ld);
 
+/* dst[j*ld_dst + i] = src[i*ld_src + j] for i < rows, j < cols. */
+void vx_copy_transposed(int64_t rows, int64_t cols, const float *src, int64_t ld_src, float *dst, int64_t ld_dst);
+
 /* A per-thread, 64-byte aligned scratch buffer that grows on demand and is
  * freed when the thread exits. slot selects one of a few independent buffers.
  * Returns NULL when memory runs out. */
