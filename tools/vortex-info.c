@@ -149,7 +149,7 @@ static int explain_conv(const vx_conv2d_params *p, vx_isa isa)
     vx_priced_plan r[SHOW];
     const int n = vx_conv_rank(p, &v, isa, vx_get_num_threads(), vx_pool_warm(), r, SHOW);
     const double flops = 2.0 * (double)v.m * (double)v.n * (double)v.k * (double)v.items;
-    printf("ranked:     %d alternatives (each item over all threads / items shared among threads / direct):\n", n);
+    printf("ranked:     %d alternatives (each item over all threads / items shared among threads / NCHW via NHWC / direct):\n", n);
     for (int i = 0; i < n; i++) {
         vx_plan_describe(&r[i].plan, d, sizeof d);
         printf("  %d. %10.2f us  %8.1f GFLOP/s  %s\n", i + 1, r[i].predicted_ns * 1e-3,
