@@ -263,6 +263,17 @@ void vx_pack_rows_t(const float *const *src, int nrows, int64_t len, float *dst,
             if (nj == 8) {
                 for (int p = 0; p < 8; p++)
                     _mm256_storeu_ps(dst + (q + p) * ld + i0, r[p]);
+            } else if (ld == nj && nj >= 4) {
+                /* A whole panel of 4..7 rows (a 7-row tile's A): its rows
+                 * are adjacent in dst, so full stores in order, each one's
+                 * spill overwritten by the next; only the last goes through
+                 * the bounce (as transpose_block). The bounce for every row
+                 * made NHWC 3x3 convs spend a fifth of their time here. */
+                float t[8];
+                for (int p = 0; p < 7; p++)
+                    _mm256_storeu_ps(dst + (q + p) * ld + i0, r[p]);
+                _mm256_storeu_ps(t, r[7]);
+                copy_lanes(dst + (q + 7) * ld + i0, t, nj);
             } else {
                 float t[8];
                 for (int p = 0; p < 8; p++) {
