@@ -373,8 +373,10 @@ static void two_unit_model(vx_isa isa, vx_device_desc *d, vx_candidates *c)
     *d = M->desc;
     d->units = 2;
     /* the in-place stream terms the tests below check, priced in full (a
-     * tuning file's measured overlap would scale them down) */
+     * tuning file's measured overlap would scale them down), and the copies
+     * priced as the model has them (not scaled by a measured packed probe) */
     d->inplace_overlap = 0;
+    d->packed_extra = 0;
     cr_assert_eq(vx_candidates_build(d, c), 0, "candidates for two units");
 }
 
@@ -395,6 +397,54 @@ static int grid_of(const vx_candidates *c, int tm, int tn)
             return g;
     cr_assert_fail("no %dx%d grid", tm, tn);
     return -1;
+}
+
+/* The measured cost of copying: a plain packed plan's price beyond its
+ * kernels scales by 1 + packed_extra (a convolution's gathered operands
+ * keep theirs), and the calibration inverts it: a probe time priced at
+ * extra 0.5 gives back a scale of 1.5; faster than priced gives 1, never
+ * less (the search's bounds assume prices only rise). */
+VT_ISA_TEST(cost, packed_extra_scales_the_copies_and_calibrates, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    d.packed_extra = 0;
+    const int g11 = grid_of(&c, 1, 1);
+    int l1 = -1;
+    for (int j = 0; j < c.n1 && l1 < 0; j++)
+        if (c.l1[j].mode == VX_LOAD_COPY_AB && vx_cost_kc(c.l1[j].kc, 384) == 384 && c.l1[j].mc >= 80)
+            l1 = j;
+    cr_assert(l1 >= 0, "a packed candidate with kc = 384");
+    const int fam = c.l0[c.l1[l1].l0].fam, m = c.l0[c.l1[l1].l0].m;
+    const vx_problem p = {.m = 80, .n = 2304 / d.fam[fam].n * d.fam[fam].n, .k = 384, .b_in_place_ok = 1,
+                          .a_in_place_ok = 1};
+    vx_device_desc e = d;
+    e.packed_extra = 0.5;
+    const double base = vx_cost_price(&d, &c, &p, l1, g11), more = vx_cost_price(&e, &c, &p, l1, g11);
+    cr_assert(more > base, "extra 0.5 left the packed price at %g -> %g ns", base, more);
+    vx_problem conv = p;
+    conv.a_run = 64;
+    cr_assert_float_eq(vx_cost_price(&e, &c, &conv, l1, g11), vx_cost_price(&d, &c, &conv, l1, g11), 1e-6,
+                       "a gathered A keeps its price");
+    cr_assert_float_eq(vx_cost_packed_scale(&d, fam, m, 80, 2304, 384, 0), 1.0, 1e-12, "not measured: 1");
+    cr_assert_float_eq(vx_cost_packed_scale(&d, fam, m, 80, 2304, 384, 1.0), 1.0, 1e-12, "faster than priced: 1");
+    /* the probe's own plan: mc = 80 rounded to the tile, nc = n, kc = k, one unit */
+    const vx_problem probe = {.m = 80, .n = 2304 / d.fam[fam].n * d.fam[fam].n, .k = 384, .b_in_place_ok = 1,
+                              .a_in_place_ok = 1};
+    int lp = -1;
+    for (int j = 0; j < c.n1 && lp < 0; j++)
+        if (c.l1[j].mode == VX_LOAD_COPY_AB && c.l1[j].l0 == c.l1[l1].l0 && vx_cost_kc(c.l1[j].kc, 384) == 384 &&
+            c.l1[j].mc >= (80 + m - 1) / m * m && c.l1[j].nc >= probe.n)
+            lp = j;
+    if (lp >= 0) {
+        vx_device_desc one = e;
+        one.units = 1;
+        const double t = vx_cost_price(&one, &c, &probe, lp, g11) - one.call_ns - one.mode_ns[VX_LOAD_COPY_AB];
+        const double s = vx_cost_packed_scale(&d, fam, m, 80, 2304, 384, t);
+        cr_assert_float_eq(s, 1.5, 0.02, "calibrated scale %g from a run priced at 1.5", s);
+    }
+    vx_candidates_free(&c);
 }
 
 /* Cells side by side share the line under their boundary when it is not a

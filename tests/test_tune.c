@@ -196,6 +196,9 @@ static void distinctive(vx_tune *t, double shift)
     t->bw_dram_all = 41.5 + shift;
     t->bw_stride_tlb = 2.625 + shift;
     t->line_share_ns = 77.125 + shift;
+    t->packed_probe[VX_ISA_AVX2].fam = 0;
+    t->packed_probe[VX_ISA_AVX2].m = 1;
+    t->packed_probe[VX_ISA_AVX2].ns = 54321.5 + shift;
     t->inplace_probe[VX_ISA_AVX2].fam = 0;
     t->inplace_probe[VX_ISA_AVX2].m = 1;
     t->inplace_probe[VX_ISA_AVX2].ns = 12345.5 + shift;
@@ -244,6 +247,13 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
                   s[i].got);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        cr_assert(want->packed_probe[isa].fam == got->packed_probe[isa].fam &&
+                      want->packed_probe[isa].m == got->packed_probe[isa].m &&
+                      close_rel(want->packed_probe[isa].ns, got->packed_probe[isa].ns),
+                  "%s: packed_probe[%d]: expected {%d, %d, %g}, found {%d, %d, %g}", what, isa,
+                  want->packed_probe[isa].fam, want->packed_probe[isa].m, want->packed_probe[isa].ns,
+                  got->packed_probe[isa].fam, got->packed_probe[isa].m, got->packed_probe[isa].ns);
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         cr_assert(want->inplace_probe[isa].fam == got->inplace_probe[isa].fam &&
                       want->inplace_probe[isa].m == got->inplace_probe[isa].m &&
@@ -528,6 +538,9 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "stride_tlb given as a string", "2.625", "\"2.625\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "line_share_ns negative", "77.125", "-77.125", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "line_share_ns 1e300", "77.125", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "packed_probe ns negative", "54321.5", "-54321.5", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "packed_probe m beyond the family's tile", "1,\n   54321.5", "99,\n   54321.5",
+                        VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe ns 1e300", "12345.5", "1e300", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe ns negative", "12345.5", "-12345.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe ns given as a string", "12345.5", "\"12345.5\"", VX_ERR_INVALID_ARG);

@@ -398,7 +398,11 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
          * per row block from wherever it fits. */
         const double bbuf = x->nspb[level_for(d, e * (double)kb * (double)nc)];
         const double streams = a_cell * (double)cols * x->abuf + b_cell * (double)MB * bbuf;
-        return copy_a + copy_b + dmax(compute, streams);
+        const double price = copy_a + copy_b + dmax(compute, streams);
+        /* measured (vx_cost_packed_scale): what a plain matrix's copies and
+         * streams add to the kernels runs this many times its price */
+        const int plain = p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
+        return plain ? compute + (1.0 + d->packed_extra) * (price - compute) : price;
     }
     /* In place: each column tile walks all m_c rows of A's k block, from the
      * level that holds that slice (after the first pass over it). Rows of an
@@ -890,4 +894,30 @@ double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n,
         return 1.0;
     const double s = (ns - overlapped) / (waited - overlapped);
     return s < 0 ? 0.0 : s > 1 ? 1.0 : s;
+}
+
+double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, int64_t n, int64_t k, double ns)
+{
+    if (!(ns > 0) || fam < 0 || fam >= d->nfamilies || m < 1 || m > d->fam[fam].m_max || M < 1)
+        return 1.0;
+    const vx_l0_family *F = &d->fam[fam];
+    vx_problem p = { 0 };
+    p.m = M;
+    p.n = n / F->n * F->n;
+    p.k = k;
+    p.a_in_place_ok = p.b_in_place_ok = 1;
+    const vx_l2_cand one = { 1, 1 };
+    grid_ctx x;
+    if (p.n < 1 || !grid_setup(d, &p, m, F->n, one, &x))
+        return 1.0;
+    const vx_l1_cand b = { .mode = VX_LOAD_COPY_AB, .kc = (int32_t)k, .mc = (int32_t)((M + m - 1) / m * m),
+                           .nc = (int32_t)p.n };
+    const double compute = cell_l0_time(F, VX_LOAD_COPY_AB, m, &x, p.k, 1);
+    vx_device_desc dd = *d;
+    dd.packed_extra = 0;
+    const double priced = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_COPY_AB];
+    if (!(priced > compute))
+        return 1.0;
+    const double s = (ns - compute) / (priced - compute);
+    return s < 1 ? 1.0 : s > 4 ? 4.0 : s;
 }

@@ -46,6 +46,13 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
  * model as it was before the probe existed. */
 double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n, int64_t k, double ns);
 
+/* How many times their price a packed plan's copies and streams cost, from
+ * a packed probe: family fam's m-row tile took ns for an M x n x k problem
+ * (n rounded down to whole tiles) on one unit, copying A (mc = M) and B (nc
+ * = n, kc = k), B from the last cache. At least 1 (the bounds of the search
+ * rely on prices never falling); ns <= 0 (not measured): 1. */
+double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, int64_t n, int64_t k, double ns);
+
 /* The effective k block of an L1 candidate for this k: k split into equal
  * blocks of at most kc, rounded up to a multiple of 8 (no sliver at the end). */
 int64_t vx_cost_kc(int64_t kc, int64_t k);

@@ -91,6 +91,8 @@ typedef struct {
     double inplace_overlap;    /* the fraction of a plain in-place plan's priced operand streams
                                   that overlaps its kernels' FMAs (0: none, the model before
                                   it was measured; 1 - cost.c's vx_cost_inplace_stall) */
+    double packed_extra;       /* a packed plan's copies and streams cost (1 + this) times their
+                                  price (>= 0; measured, cost.c vx_cost_packed_scale) */
     int tlb_sets, tlb_ways;    /* the data TLB for 4 KiB pages (0: unknown, not priced) */
     int64_t page_bytes;        /* rows at least this far apart defeat the prefetchers */
     double copy_b_narrow_ns[2]; /* ns per element copying one n0-wide panel of such rows,

@@ -82,6 +82,16 @@ typedef struct {
         int fam, m;
         double ns;
     } inplace_probe[VX_ISA_COUNT];
+    /* The packed probe, the same way (optional in the file): one thread
+     * runs the packed path (A and B copied, mc = VX_PROBE_PACKED_M, kc = k,
+     * nc = n) with that tile over a VX_PROBE_PACKED_M x VX_PROBE_N x
+     * VX_PROBE_K problem, B from L3. The analyzer scales what its price of
+     * a packed plan adds to the kernels' time by it (cost.c,
+     * vx_cost_packed_scale). */
+    struct {
+        int fam, m;
+        double ns;
+    } packed_probe[VX_ISA_COUNT];
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when
@@ -103,7 +113,7 @@ typedef struct {
 
 /* The in-place probe's problem (tune.h, inplace_probe): 9 KiB rows (a
  * transformer's QKV width), not a power of two, and one 384-deep k block. */
-enum { VX_PROBE_N = 2304, VX_PROBE_K = 384 };
+enum { VX_PROBE_N = 2304, VX_PROBE_K = 384, VX_PROBE_PACKED_M = 80 };
 
 /* The fingerprint of this machine. */
 void vx_fingerprint_of(const vx_hw_info *hw, vx_fingerprint *fp);

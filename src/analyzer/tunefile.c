@@ -10,7 +10,8 @@
  *     "bandwidth": { "l2": ..., "l3": ..., "dram": ..., "dram_all": ..., "strided": ...,
  *                    "stride_stream": ..., "stride_tlb": ... (optional) },  bytes per ns
  *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place],
- *     "inplace_probe": { "avx512": [family, m, ns], ... } (optional), "line_share_ns": ... (optional) }
+ *     "inplace_probe": { "avx512": [family, m, ns], ... } (optional), "packed_probe": { ... } (optional, the
+ *     same), "line_share_ns": ... (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -219,29 +220,38 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         goto out;
     }
     /* added after version 2 files were written: optional, absent = not measured */
-    json_t *probe = json_object_get(root, "inplace_probe");
-    if (probe && !json_is_object(probe)) {
-        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"inplace_probe\" is not an object", path);
-        goto out;
-    }
-    for (int isa = 0; probe && isa < VX_ISA_COUNT; isa++) {
-        json_t *e = json_object_get(probe, isa_key[isa]);
-        if (!e)
-            continue;
-        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
-        double f, m, ns;
-        if (!json_is_array(e) || json_array_size(e) != 3 || !num_at(e, 0, 0, set->nfamilies - 1, &f) ||
-            f != (int)f || !num_at(e, 2, 0, FIXED_MAX, &ns) ||
-            !num_at(e, 1, 1, set->families[(int)f].mr_max, &m) || m != (int)m) {
-            s = say(VX_ERR_INVALID_ARG, why, len,
-                    "%s: \"inplace_probe\".%s is not [family, m, ns] with a family of %d, m within its tile "
-                    "and ns in [0, %g]",
-                    path, isa_key[isa], set->nfamilies, FIXED_MAX);
+    for (int which = 0; which < 2; which++) {
+        const char *key = which ? "packed_probe" : "inplace_probe";
+        json_t *probe = json_object_get(root, key);
+        if (probe && !json_is_object(probe)) {
+            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"%s\" is not an object", path, key);
             goto out;
         }
-        n.inplace_probe[isa].fam = (int)f;
-        n.inplace_probe[isa].m = (int)m;
-        n.inplace_probe[isa].ns = ns;
+        for (int isa = 0; probe && isa < VX_ISA_COUNT; isa++) {
+            json_t *e = json_object_get(probe, isa_key[isa]);
+            if (!e)
+                continue;
+            const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+            double f, m, ns;
+            if (!json_is_array(e) || json_array_size(e) != 3 || !num_at(e, 0, 0, set->nfamilies - 1, &f) ||
+                f != (int)f || !num_at(e, 2, 0, FIXED_MAX, &ns) ||
+                !num_at(e, 1, 1, set->families[(int)f].mr_max, &m) || m != (int)m) {
+                s = say(VX_ERR_INVALID_ARG, why, len,
+                        "%s: \"%s\".%s is not [family, m, ns] with a family of %d, m within its tile "
+                        "and ns in [0, %g]",
+                        path, key, isa_key[isa], set->nfamilies, FIXED_MAX);
+                goto out;
+            }
+            if (which) {
+                n.packed_probe[isa].fam = (int)f;
+                n.packed_probe[isa].m = (int)m;
+                n.packed_probe[isa].ns = ns;
+            } else {
+                n.inplace_probe[isa].fam = (int)f;
+                n.inplace_probe[isa].m = (int)m;
+                n.inplace_probe[isa].ns = ns;
+            }
+        }
     }
     if (json_object_get(root, "line_share_ns")) { /* added after version 2 files were written */
         if (!get_num(root, "line_share_ns", 0, FIXED_MAX, &x)) {
@@ -379,6 +389,13 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
                                     json_pack("[i, i, f]", t->inplace_probe[isa].fam, t->inplace_probe[isa].m,
                                               t->inplace_probe[isa].ns));
         json_object_set_new(root, "inplace_probe", probe);
+        json_t *packed = json_object();
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+            if (t->packed_probe[isa].ns > 0)
+                json_object_set_new(packed, isa_key[isa],
+                                    json_pack("[i, i, f]", t->packed_probe[isa].fam, t->packed_probe[isa].m,
+                                              t->packed_probe[isa].ns));
+        json_object_set_new(root, "packed_probe", packed);
         json_object_set_new(root, "line_share_ns", json_real(t->line_share_ns));
     }
     if (!root)

@@ -153,6 +153,9 @@ static void describe(vx_isa isa, vx_device_desc *d)
     /* last: the calibration prices the probe with everything above */
     d->inplace_overlap = 1.0 - vx_cost_inplace_stall(d, tu->inplace_probe[isa].fam, tu->inplace_probe[isa].m,
                                                      VX_PROBE_N, VX_PROBE_K, tu->inplace_probe[isa].ns);
+    d->packed_extra = vx_cost_packed_scale(d, tu->packed_probe[isa].fam, tu->packed_probe[isa].m,
+                                           VX_PROBE_PACKED_M, VX_PROBE_N, VX_PROBE_K, tu->packed_probe[isa].ns) -
+                      1.0;
 }
 
 static vx_cpu_model *g_model[VX_ISA_COUNT];

@@ -11,6 +11,7 @@
  *           half of its L3 share and well past L3; all cores from DRAM
  *   fixed   one empty parallel region on the pool; one 1x1x1 dyn_gemm */
 #include "cpu/cpu_tune.h"
+#include "cpu/gemm.h"
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -196,22 +197,31 @@ __attribute__((target("avx2"))) static double strided_walk_bw(const float *p, si
     return (double)reps * (double)rows * (double)panels * 64.0 / best;
 }
 
-/* The in-place probe (tune.h): the widest family with eight rows or more
- * (a tile the in-place plans run) walks B panel by panel, both row tiles
+/* The in-place probe (tune.h): the probe tile walks B panel by panel, both row tiles
  * over each panel, as run_inplace does with one k block. Enough copies of
  * B to exceed twice L2 rotate between passes, so every pass reads B from
  * L3 (and A, 2m x K, from L1). */
+/* The probes' tile: the widest family with six rows or more (AVX-512
+ * 6x64, AVX2 6x16: tiles the plans pick), six rows of it. */
+enum { PROBE_M = 6 };
+
+static int probe_family(const vx_ukernel_set *set)
+{
+    int f = -1;
+    for (int i = 0; i < set->nfamilies && i < VX_TUNE_MAX_FAMILIES; i++)
+        if (set->families[i].mr_max >= PROBE_M && (f < 0 || set->families[i].nr > set->families[f].nr))
+            f = i;
+    return f;
+}
+
 static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
 {
     const vx_ukernel_set *set = vx_ukernels(isa);
-    int f = -1;
-    for (int i = 0; i < set->nfamilies && i < VX_TUNE_MAX_FAMILIES; i++)
-        if (set->families[i].mr_max >= 8 && (f < 0 || set->families[i].nr > set->families[f].nr))
-            f = i;
+    const int f = probe_family(set);
     if (f < 0)
         return;
     const vx_ukernel_family *F = &set->families[f];
-    const int m = 8, nr = F->nr;
+    const int m = PROBE_M, nr = F->nr;
     const int64_t N = VX_PROBE_N / nr * nr, K = VX_PROBE_K;
     const size_t b_floats = (size_t)N * (size_t)K, a_floats = (size_t)2 * m * K, c_floats = (size_t)2 * m * N;
     size_t copies = (size_t)(4 * hw->l2_bytes) / (b_floats * sizeof(float)) + 1;
@@ -235,6 +245,51 @@ static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t b
     t->inplace_probe[isa].fam = f;
     t->inplace_probe[isa].m = m;
     t->inplace_probe[isa].ns = best;
+}
+
+/* The packed probe (tune.h): the same tile through the GEMM driver's
+ * packed path on one thread, A (VX_PROBE_PACKED_M x K) and B copied into
+ * its buffers, B read from L3 (copies rotate as for the in-place probe). */
+static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    const int f = probe_family(set);
+    if (f < 0)
+        return;
+    const vx_ukernel_family *F = &set->families[f];
+    const int m = PROBE_M, nr = F->nr;
+    const int64_t M = VX_PROBE_PACKED_M, N = VX_PROBE_N / nr * nr, K = VX_PROBE_K;
+    const size_t b_floats = (size_t)N * (size_t)K, a_floats = (size_t)M * K, c_floats = (size_t)M * N;
+    size_t copies = (size_t)(4 * hw->l2_bytes) / (b_floats * sizeof(float)) + 1;
+    while (copies > 1 && (copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+        copies--;
+    if ((copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+        return;
+    float *a = big + copies * b_floats, *c = a + a_floats;
+    vx_gemm_plan plan = { 0 };
+    plan.isa = isa;
+    plan.path = VX_PATH_PACKED;
+    plan.family = f;
+    plan.mr = m;
+    plan.nr = nr;
+    plan.mc = (M + m - 1) / m * m;
+    plan.kc = K;
+    plan.nc = N;
+    plan.threads_m = plan.threads_n = plan.threads = 1;
+    double best = 1e300;
+    for (int pass = -1; pass < 2 * passes; pass++) {
+        const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, big + (size_t)(pass + 1) % copies * b_floats,
+                                 N, 1, c, N, NULL };
+        const double t0 = now_ns();
+        if (vx_cpu_gemm(&g, &plan, NULL) != VX_OK)
+            return;
+        const double dt = now_ns() - t0;
+        if (pass >= 0 && dt < best)
+            best = dt;
+    }
+    t->packed_probe[isa].fam = f;
+    t->packed_probe[isa].m = m;
+    t->packed_probe[isa].ns = best;
 }
 
 typedef struct {
@@ -531,7 +586,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     step(&pr, "in-place kernels over a B in L3");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if ((isa == VX_ISA_AVX2 && hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && hw->has_avx512))
-            inplace_probe((vx_isa)isa, hw, big, big_bytes, passes, t);
+            inplace_probe((vx_isa)isa, hw, big, big_bytes, passes, t), packed_probe((vx_isa)isa, hw, big, big_bytes, passes, t);
 
     /* Fixed costs. The parallel region is timed after an idle gap longer
      * than the workers' spin, so they sleep and must be woken, as in a
