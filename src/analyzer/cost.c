@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ceil(a / b) through a double division, corrected upward (exact for the
  * sizes a call can have, below 2^53): a 64-bit integer division takes
@@ -869,20 +870,31 @@ done:
     return ok ? nout : 0;
 }
 
+/* A probe's problem (M x n x k, n cut to whole tiles of family fam, both
+ * operands plain matrices) and its one-unit grid with m-row tiles; 0 when
+ * the tile or the problem does not exist. */
+static int probe_setup(const vx_device_desc *d, int fam, int m, int64_t M, int64_t n, int64_t k, vx_problem *p,
+                       grid_ctx *x)
+{
+    if (fam < 0 || fam >= d->nfamilies || m < 1 || m > d->fam[fam].m_max || M < 1)
+        return 0;
+    const int n0 = d->fam[fam].n;
+    memset(p, 0, sizeof *p);
+    p->m = M;
+    p->n = n / n0 * n0;
+    p->k = k;
+    p->a_in_place_ok = p->b_in_place_ok = 1;
+    const vx_l2_cand one = { 1, 1 };
+    return p->n >= 1 && grid_setup(d, p, m, n0, one, x);
+}
+
 double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n, int64_t k, double ns)
 {
-    if (!(ns > 0) || fam < 0 || fam >= d->nfamilies || m < 1 || m > d->fam[fam].m_max)
+    vx_problem p;
+    grid_ctx x;
+    if (!(ns > 0) || !probe_setup(d, fam, m, 2 * (int64_t)m, n, k, &p, &x))
         return 1.0;
     const vx_l0_family *F = &d->fam[fam];
-    vx_problem p = { 0 };
-    p.m = 2 * (int64_t)m;
-    p.n = n / F->n * F->n;
-    p.k = k;
-    p.a_in_place_ok = p.b_in_place_ok = 1;
-    const vx_l2_cand one = { 1, 1 };
-    grid_ctx x;
-    if (p.n < 1 || !grid_setup(d, &p, m, F->n, one, &x))
-        return 1.0;
     const vx_l1_cand b = { .mode = VX_LOAD_NONE, .kc = (int32_t)p.k };
     const double compute = cell_l0_time(F, VX_LOAD_NONE, m, &x, p.k, 1);
     vx_device_desc dd = *d;
@@ -898,18 +910,11 @@ double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n,
 
 double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, int64_t n, int64_t k, double ns)
 {
-    if (!(ns > 0) || fam < 0 || fam >= d->nfamilies || m < 1 || m > d->fam[fam].m_max || M < 1)
+    vx_problem p;
+    grid_ctx x;
+    if (!(ns > 0) || !probe_setup(d, fam, m, M, n, k, &p, &x))
         return 1.0;
     const vx_l0_family *F = &d->fam[fam];
-    vx_problem p = { 0 };
-    p.m = M;
-    p.n = n / F->n * F->n;
-    p.k = k;
-    p.a_in_place_ok = p.b_in_place_ok = 1;
-    const vx_l2_cand one = { 1, 1 };
-    grid_ctx x;
-    if (p.n < 1 || !grid_setup(d, &p, m, F->n, one, &x))
-        return 1.0;
     const vx_l1_cand b = { .mode = VX_LOAD_COPY_AB, .kc = (int32_t)k, .mc = (int32_t)((M + m - 1) / m * m),
                            .nc = (int32_t)p.n };
     const double compute = cell_l0_time(F, VX_LOAD_COPY_AB, m, &x, p.k, 1);

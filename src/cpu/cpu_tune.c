@@ -214,6 +214,24 @@ static int probe_family(const vx_ukernel_set *set)
     return f;
 }
 
+/* Carve the probes' operands out of big: `copies` B matrices of b_floats
+ * (enough to exceed four times L2, so a pass over one evicts the others
+ * from L2 and each pass reads its B from L3), then A and C. 0 when big is
+ * too small for even one. */
+static int probe_buffers(const vx_hw_info *hw, float *big, size_t big_bytes, size_t b_floats, size_t a_floats,
+                         size_t c_floats, size_t *copies, float **a, float **c)
+{
+    size_t n = (size_t)(4 * hw->l2_bytes) / (b_floats * sizeof(float)) + 1;
+    while (n > 1 && (n * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+        n--;
+    if ((n * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+        return 0;
+    *copies = n;
+    *a = big + n * b_floats;
+    *c = *a + a_floats;
+    return 1;
+}
+
 static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
 {
     const vx_ukernel_set *set = vx_ukernels(isa);
@@ -223,13 +241,11 @@ static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t b
     const vx_ukernel_family *F = &set->families[f];
     const int m = PROBE_M, nr = F->nr;
     const int64_t N = VX_PROBE_N / nr * nr, K = VX_PROBE_K;
-    const size_t b_floats = (size_t)N * (size_t)K, a_floats = (size_t)2 * m * K, c_floats = (size_t)2 * m * N;
-    size_t copies = (size_t)(4 * hw->l2_bytes) / (b_floats * sizeof(float)) + 1;
-    while (copies > 1 && (copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
-        copies--;
-    if ((copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+    const size_t b_floats = (size_t)N * (size_t)K;
+    size_t copies;
+    float *a, *c;
+    if (!probe_buffers(hw, big, big_bytes, b_floats, (size_t)2 * m * K, (size_t)2 * m * N, &copies, &a, &c))
         return;
-    float *a = big + copies * b_floats, *c = a + a_floats;
     const vx_ukernel_fn fn = F->kern[VX_UK_AS_BS][m - 1];
     double best = 1e300;
     for (int pass = -1; pass < 2 * passes; pass++) {
@@ -259,13 +275,11 @@ static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t bi
     const vx_ukernel_family *F = &set->families[f];
     const int m = PROBE_M, nr = F->nr;
     const int64_t M = VX_PROBE_PACKED_M, N = VX_PROBE_N / nr * nr, K = VX_PROBE_K;
-    const size_t b_floats = (size_t)N * (size_t)K, a_floats = (size_t)M * K, c_floats = (size_t)M * N;
-    size_t copies = (size_t)(4 * hw->l2_bytes) / (b_floats * sizeof(float)) + 1;
-    while (copies > 1 && (copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
-        copies--;
-    if ((copies * b_floats + a_floats + c_floats) * sizeof(float) > big_bytes)
+    const size_t b_floats = (size_t)N * (size_t)K;
+    size_t copies;
+    float *a, *c;
+    if (!probe_buffers(hw, big, big_bytes, b_floats, (size_t)M * K, (size_t)M * N, &copies, &a, &c))
         return;
-    float *a = big + copies * b_floats, *c = a + a_floats;
     vx_gemm_plan plan = { 0 };
     plan.isa = isa;
     plan.path = VX_PATH_PACKED;
