@@ -516,10 +516,14 @@ VT_ISA_TEST(cost, inplace_overlap_scales_the_streams_and_calibrates, TMO)
             l1p = j;
     if (l1p < 0)
         return; /* no candidate with this k block: the price check above stands */
+    /* the probe's extra time at stall 0.3: the price at overlap 0.7 minus
+     * the price with everything overlapped */
     vx_device_desc e = d;
     e.units = 1;
+    e.inplace_overlap = 1.0;
+    const double all = vx_cost_price(&e, &c, &probe, l1p, g11);
     e.inplace_overlap = 0.7;
-    const double t = vx_cost_price(&e, &c, &probe, l1p, g11) - e.call_ns - e.mode_ns[VX_LOAD_NONE];
+    const double t = vx_cost_price(&e, &c, &probe, l1p, g11) - all;
     const double s = vx_cost_inplace_stall(&d, fam, m, 2304, 384, t);
     cr_assert_float_eq(s, 0.3, 0.02, "calibrated stall %g from a run priced at 0.3", s);
     cr_assert_float_eq(vx_cost_inplace_stall(&d, fam, m, 2304, 384, 0), 1.0, 1e-12, "not measured: full price");

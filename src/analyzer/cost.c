@@ -899,12 +899,12 @@ double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n,
     const double compute = cell_l0_time(F, VX_LOAD_NONE, m, &x, p.k, 1);
     vx_device_desc dd = *d;
     dd.inplace_overlap = 1.0;
-    const double overlapped = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_NONE];
+    const double overlapped = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x);
     dd.inplace_overlap = 0.0;
-    const double waited = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_NONE];
+    const double waited = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x);
     if (!(waited > overlapped))
         return 1.0;
-    const double s = (ns - overlapped) / (waited - overlapped);
+    const double s = ns / (waited - overlapped);
     return s < 0 ? 0.0 : s > 1 ? 1.0 : s;
 }
 

@@ -38,12 +38,12 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
 double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
 
 /* The fraction of the in-place streams the kernels wait for, from an
- * in-place probe: family fam's m-row tile took ns over a 2m x n x k problem
- * (n rounded down to whole tiles) on one unit, B from the last cache, one
- * k block (tune.h, inplace_probe):
- * where its time falls between d's price of that run with the streams fully
- * overlapped (0) and fully waited for (1). ns <= 0 (not measured): 1, the
- * model as it was before the probe existed. */
+ * in-place probe: family fam's m-row tile took ns longer over a 2m x n x k
+ * problem (n rounded down to whole tiles) on one unit with B from the last
+ * cache than with B's panel in L2, one k block (tune.h, inplace_probe):
+ * ns over the difference of d's prices of that run with the streams fully
+ * waited for and fully overlapped, within [0, 1]. ns <= 0 (not measured):
+ * 1, the model as it was before the probe existed. */
 double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n, int64_t k, double ns);
 
 /* How many times their price a packed plan's copies and streams cost, from

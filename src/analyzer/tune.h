@@ -75,9 +75,10 @@ typedef struct {
      * thread runs family `fam`'s m-row A-and-B-in-place kernel over a
      * 2m x VX_PROBE_N x VX_PROBE_K problem (B's rows VX_PROBE_N floats
      * apart, read from L3, panel by panel as gemm.c's run_inplace walks
-     * them); ns is the time of one pass, 0 when not measured. The analyzer
-     * calibrates how much of its priced in-place streams the kernels wait
-     * for from it (cost.c, vx_cost_inplace_stall). */
+     * them); ns is what that pass took beyond the same calls on a B panel
+     * in L2 (0: not measured). The analyzer calibrates how much of its
+     * priced in-place streams the kernels wait for from it (cost.c,
+     * vx_cost_inplace_stall). */
     struct {
         int fam, m;
         double ns;

@@ -10,8 +10,8 @@
  *     "bandwidth": { "l2": ..., "l3": ..., "dram": ..., "dram_all": ..., "strided": ...,
  *                    "stride_stream": ..., "stride_tlb": ... (optional) },  bytes per ns
  *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place],
- *     "inplace_probe": { "avx512": [family, m, ns], ... } (optional), "packed_probe": { ... } (optional, the
- *     same), "line_share_ns": ... (optional) }
+ *     "inplace_probe_extra": { "avx512": [family, m, ns], ... } (optional), "packed_probe": { ... }
+ *     (optional, the same), "line_share_ns": ... (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -221,7 +221,7 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
     }
     /* added after version 2 files were written: optional, absent = not measured */
     for (int which = 0; which < 2; which++) {
-        const char *key = which ? "packed_probe" : "inplace_probe";
+        const char *key = which ? "packed_probe" : "inplace_probe_extra";
         json_t *probe = json_object_get(root, key);
         if (probe && !json_is_object(probe)) {
             s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"%s\" is not an object", path, key);
@@ -388,7 +388,7 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
                 json_object_set_new(probe, isa_key[isa],
                                     json_pack("[i, i, f]", t->inplace_probe[isa].fam, t->inplace_probe[isa].m,
                                               t->inplace_probe[isa].ns));
-        json_object_set_new(root, "inplace_probe", probe);
+        json_object_set_new(root, "inplace_probe_extra", probe);
         json_t *packed = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++)
             if (t->packed_probe[isa].ns > 0)
