@@ -211,6 +211,15 @@ static int close_rel(double want, double got)
     return fabs(want - got) <= 1e-6 * fmax(fabs(want), fabs(got));
 }
 
+/* A probe per ISA came back whole. */
+static void expect_same_probes(const char *what, const char *name, const vx_tune_probe *want, const vx_tune_probe *got)
+{
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        cr_assert(want[isa].fam == got[isa].fam && want[isa].m == got[isa].m && close_rel(want[isa].ns, got[isa].ns),
+                  "%s: %s[%d]: expected {%d, %d, %g}, found {%d, %d, %g}", what, name, isa, want[isa].fam,
+                  want[isa].m, want[isa].ns, got[isa].fam, got[isa].m, got[isa].ns);
+}
+
 /* Every value the file carries must have come back (`what` names the
  * comparison in messages). */
 static void expect_same_values(const vx_tune *want, const vx_tune *got, const char *what)
@@ -247,20 +256,8 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
                   s[i].got);
-    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-        cr_assert(want->packed_probe[isa].fam == got->packed_probe[isa].fam &&
-                      want->packed_probe[isa].m == got->packed_probe[isa].m &&
-                      close_rel(want->packed_probe[isa].ns, got->packed_probe[isa].ns),
-                  "%s: packed_probe[%d]: expected {%d, %d, %g}, found {%d, %d, %g}", what, isa,
-                  want->packed_probe[isa].fam, want->packed_probe[isa].m, want->packed_probe[isa].ns,
-                  got->packed_probe[isa].fam, got->packed_probe[isa].m, got->packed_probe[isa].ns);
-    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-        cr_assert(want->inplace_probe[isa].fam == got->inplace_probe[isa].fam &&
-                      want->inplace_probe[isa].m == got->inplace_probe[isa].m &&
-                      close_rel(want->inplace_probe[isa].ns, got->inplace_probe[isa].ns),
-                  "%s: inplace_probe[%d]: expected {%d, %d, %g}, found {%d, %d, %g}", what, isa,
-                  want->inplace_probe[isa].fam, want->inplace_probe[isa].m, want->inplace_probe[isa].ns,
-                  got->inplace_probe[isa].fam, got->inplace_probe[isa].m, got->inplace_probe[isa].ns);
+    expect_same_probes(what, "packed_probe", want->packed_probe, got->packed_probe);
+    expect_same_probes(what, "inplace_probe", want->inplace_probe, got->inplace_probe);
     cr_assert_str_eq(got->created, want->created, "%s: created: expected \"%s\", found \"%s\"", what,
                      want->created, got->created);
     cr_assert_eq(got->version, VX_TUNE_VERSION, "%s: version: expected %d, found %d", what, VX_TUNE_VERSION,

@@ -369,13 +369,18 @@ static inline int64_t k_blocks(const vx_problem *p, int mode, int64_t kb)
     return mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) * cdiv(p->a_seg, kb) : cdiv(p->k, kb);
 }
 
-/* The fraction of an in-place plan's priced streams its kernels wait for:
- * measured (vx_cost_inplace_stall) for plain matrices; a convolution's
- * gathered or segmented operands keep the whole price. */
+/* Both operands plain matrices: what the probes measured (tune.h) applies;
+ * a convolution's gathered or segmented operands keep the model's price. */
+static inline int plain_operands(const vx_problem *p)
+{
+    return p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
+}
+
+/* The fraction of an in-place plan's priced B stream its kernels wait for
+ * (measured, vx_cost_inplace_stall). */
 static inline double inplace_stall(const vx_device_desc *d, const vx_problem *p)
 {
-    const int plain = p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
-    return plain ? 1.0 - d->inplace_overlap : 1.0;
+    return plain_operands(p) ? 1.0 - d->inplace_overlap : 1.0;
 }
 
 /* The cell's time for L1 candidate b, whose k block for this k is kb
@@ -402,8 +407,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         const double price = copy_a + copy_b + dmax(compute, streams);
         /* measured (vx_cost_packed_scale): what a plain matrix's copies and
          * streams add to the kernels runs this many times its price */
-        const int plain = p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
-        return plain ? compute + (1.0 + d->packed_extra) * (price - compute) : price;
+        return plain_operands(p) ? compute + (1.0 + d->packed_extra) * (price - compute) : price;
     }
     /* In place: each column tile walks all m_c rows of A's k block, from the
      * level that holds that slice (after the first pass over it). Rows of an
@@ -486,10 +490,11 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
             first *= (double)line / (e * n0);
     }
     const double b_stream = b_cell * first + b_cell * (double)(rows - 1) * panel;
-    /* Where the machine's prefetchers run the streams under the FMAs (the
-     * in-place probe: AMD Zen 5 waits for ~30 % of them, Zen 1 for all),
-     * only that share adds to the kernels' time; never less than reading
-     * both operands once from home. */
+    /* Where the machine's prefetchers run B's stream under the FMAs (the
+     * in-place probe: AMD Zen 5 waits for 9-14 % of it), only that share
+     * adds to the kernels' time; never less than reading B once from home.
+     * A's stream is priced whole: scaling it too made 14-row tiles, whose
+     * 14 far-apart A rows run slower in place, the pick (NOTES.md). */
     return d->mode_ns[VX_LOAD_NONE] + a_stream +
            dmax(compute + inplace_stall(d, p) * b_stream, b_cell * x->b_home);
 }
@@ -622,7 +627,6 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
         return r;
     }
     if (mode == VX_LOAD_NONE) { /* price_cell's last branch, every re-read from the fastest level */
-        r.rest = lb;
         r.rest = lb + a_cell * x->a_home + a_cell * (double)(cols - 1) * x->top;
         r.streams = b_cell * x->b_home + b_cell * (double)(x->full + (x->rem > 0) - 1) * x->top;
         r.stall = inplace_stall(d, p);
@@ -720,9 +724,9 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         grid_pre *P = &grids[ngrids];
         grid_common(d, p, G, &P->x);
         P->g = g;
-        /* an in-place plan overlaps all but the stalled share of them */
+        /* an in-place plan overlaps all but the stalled share of B's */
         const double share = mode_ok(p, VX_LOAD_NONE) ? inplace_stall(d, p) : 1.0;
-        P->a_row_read = conv_in_place ? 0.0 : share * e * (double)p->k * P->x.a_home;
+        P->a_row_read = conv_in_place ? 0.0 : e * (double)p->k * P->x.a_home;
         P->b_row_read = share * e * b_k * P->x.b_home;
         for (int i = 0; i < c->n0; i++) {
             const tile_pre *T = &tiles[i];

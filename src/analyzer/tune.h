@@ -40,6 +40,13 @@ typedef struct {
     int has_avx2_fma, has_avx512;
 } vx_fingerprint;
 
+/* One probe's measurement (the in-place and packed probes below): the
+ * family and rows of its tile, and the time it took (0: not measured). */
+typedef struct {
+    int fam, m;
+    double ns;
+} vx_tune_probe;
+
 typedef struct {
     int version;             /* VX_TUNE_VERSION */
     vx_fingerprint fp;
@@ -79,20 +86,14 @@ typedef struct {
      * in L2 (0: not measured). The analyzer calibrates how much of its
      * priced in-place streams the kernels wait for from it (cost.c,
      * vx_cost_inplace_stall). */
-    struct {
-        int fam, m;
-        double ns;
-    } inplace_probe[VX_ISA_COUNT];
+    vx_tune_probe inplace_probe[VX_ISA_COUNT];
     /* The packed probe, the same way (optional in the file): one thread
      * runs the packed path (A and B copied, mc = VX_PROBE_PACKED_M, kc = k,
      * nc = n) with that tile over a VX_PROBE_PACKED_M x VX_PROBE_N x
      * VX_PROBE_K problem, B from L3. The analyzer scales what its price of
      * a packed plan adds to the kernels' time by it (cost.c,
      * vx_cost_packed_scale). */
-    struct {
-        int fam, m;
-        double ns;
-    } packed_probe[VX_ISA_COUNT];
+    vx_tune_probe packed_probe[VX_ISA_COUNT];
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

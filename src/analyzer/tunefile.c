@@ -242,15 +242,7 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
                         path, key, isa_key[isa], set->nfamilies, FIXED_MAX);
                 goto out;
             }
-            if (which) {
-                n.packed_probe[isa].fam = (int)f;
-                n.packed_probe[isa].m = (int)m;
-                n.packed_probe[isa].ns = ns;
-            } else {
-                n.inplace_probe[isa].fam = (int)f;
-                n.inplace_probe[isa].m = (int)m;
-                n.inplace_probe[isa].ns = ns;
-            }
+            (which ? n.packed_probe : n.inplace_probe)[isa] = (vx_tune_probe){ (int)f, (int)m, ns };
         }
     }
     if (json_object_get(root, "line_share_ns")) { /* added after version 2 files were written */
@@ -325,6 +317,16 @@ static json_t *to_json(const vx_tune *t)
                      t->bw_dram, "dram_all", t->bw_dram_all, "strided", t->bw_strided, "stride_stream", t->bw_stride_stream, "stride_tlb", t->bw_stride_tlb, "wake_ns", t->wake_ns, "wake_warm_ns", t->wake_warm_ns, "call_ns", t->call_ns);
 }
 
+/* A probe per ISA, { "avx512": [family, m, ns], ... }: the measured ones. */
+static json_t *probes_json(const vx_tune_probe *probe)
+{
+    json_t *o = json_object();
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (probe[isa].ns > 0)
+            json_object_set_new(o, isa_key[isa], json_pack("[i, i, f]", probe[isa].fam, probe[isa].m, probe[isa].ns));
+    return o;
+}
+
 /* mkdir -p of path's directory. */
 static int make_parent(const char *path)
 {
@@ -382,20 +384,8 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
         json_object_set_new(root, "mode_call_ns",
                             json_pack("[f, f, f]", t->mode_call_ns[0], t->mode_call_ns[1], t->mode_call_ns[2]));
     if (root) {
-        json_t *probe = json_object();
-        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-            if (t->inplace_probe[isa].ns > 0)
-                json_object_set_new(probe, isa_key[isa],
-                                    json_pack("[i, i, f]", t->inplace_probe[isa].fam, t->inplace_probe[isa].m,
-                                              t->inplace_probe[isa].ns));
-        json_object_set_new(root, "inplace_probe_extra", probe);
-        json_t *packed = json_object();
-        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-            if (t->packed_probe[isa].ns > 0)
-                json_object_set_new(packed, isa_key[isa],
-                                    json_pack("[i, i, f]", t->packed_probe[isa].fam, t->packed_probe[isa].m,
-                                              t->packed_probe[isa].ns));
-        json_object_set_new(root, "packed_probe", packed);
+        json_object_set_new(root, "inplace_probe_extra", probes_json(t->inplace_probe));
+        json_object_set_new(root, "packed_probe", probes_json(t->packed_probe));
         json_object_set_new(root, "line_share_ns", json_real(t->line_share_ns));
     }
     if (!root)

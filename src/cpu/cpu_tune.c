@@ -198,9 +198,9 @@ __attribute__((target("avx2"))) static double strided_walk_bw(const float *p, si
 }
 
 /* The in-place probe (tune.h): the probe tile walks B panel by panel, both row tiles
- * over each panel, as run_inplace does with one k block. Enough copies of
- * B to exceed twice L2 rotate between passes, so every pass reads B from
- * L3 (and A, 2m x K, from L1). */
+ * over each panel, as run_inplace does with one k block. Copies of B
+ * rotate between passes (probe_buffers), so every pass reads B from L3
+ * (and A, 2m x K, from L1). */
 /* The probes' tile: the widest family with six rows or more (AVX-512
  * 6x64, AVX2 6x16: tiles the plans pick), six rows of it. */
 enum { PROBE_M = 6 };
