@@ -48,6 +48,15 @@ int vxb_tbb_default_concurrency(void);
 
 /* ---- libraries ---------------------------------------------------------- */
 
+/* oneDNN's reference kernel, alone ("ref:any") or inside a wrapper that
+ * reorders around it ("jit_uni_ncsp:conv+ref:any": nchw on an AVX-512 CPU
+ * whose blocked kernels the plain weights do not reach; 100x slower).
+ * Plain string logic: the summary uses it in builds without oneDNN too. */
+static int impl_is_ref(const char *impl)
+{
+    return strncmp(impl, "ref", 3) == 0 || strstr(impl, "+ref") != NULL;
+}
+
 enum { L_VX, L_DNNL, NLIB };
 static const char *const lib_name[NLIB] = {"vortex", "dnnl"};
 static const int lib_built[NLIB] = {
@@ -819,14 +828,6 @@ static void dconv_destroy(dconv *d)
         dnnl_primitive_desc_destroy(d->pd);
     d->prim = NULL;
     d->pd = NULL;
-}
-
-/* oneDNN's reference kernel, alone ("ref:any") or inside a wrapper that
- * reorders around it ("jit_uni_ncsp:conv+ref:any": nchw on an AVX-512 CPU
- * whose blocked kernels the plain weights do not reach; 100x slower). */
-static int impl_is_ref(const char *impl)
-{
-    return strncmp(impl, "ref", 3) == 0 || strstr(impl, "+ref") != NULL;
 }
 
 /* Everything a call needs: descriptors, primitive descriptor, primitive and
