@@ -7,6 +7,7 @@
  * - every compiled kernel instance forced (vx_cuda_set_policy), with split-K
  *   not forced (0), 1 and 3, on edge shapes derived from its tile;
  * - the skinny family's in-kernel split-K over repeated calls;
+ * - split-K reduced in a thread-block cluster's shared memory (sm_90);
  * - the transposed orientation (C^T = B^T A^T) forced, and the model
  *   weighing both orientations;
  * - k == 0, alpha == 0, empty C, operands not aligned to a vector width;
@@ -252,6 +253,14 @@ static int max_smem_optin(void)
     return v;
 }
 
+static int device_major(void)
+{
+    int dev = 0, v = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev));
+    return v;
+}
+
 ParameterizedTest(int *part, gpu_instances, forced, .timeout = TMO)
 {
     need_device();
@@ -266,6 +275,10 @@ ParameterizedTest(int *part, gpu_instances, forced, .timeout = TMO)
     for (int i = *part; i < n; i += INST_PARTS) {
         const vx_cuda_instance *in = vx_cuda_instance_get(i);
         cr_assert(in != NULL, "vx_cuda_instance_get(%d) is NULL (count %d)", i, n);
+        if (in->cluster && device_major() < 9) {
+            not_resident++; /* thread-block clusters need sm_90 (the library refuses to force it) */
+            continue;
+        }
         if (in->smem_bytes > smem_max) {
             cr_log_warn("instance %d %s needs %d bytes of shared memory, this device allows %d: "
                         "not run", i, in->name, in->smem_bytes, smem_max);
@@ -361,6 +374,51 @@ Test(gpu_skinny, split_fixup_rearms, .timeout = TMO)
         }
     }
     cr_assert(ran > 0, "no skinny instance among the %d compiled", n);
+}
+
+/* ---- split-K reduced inside a thread-block cluster (sm_90) ---- */
+
+/* Every cluster entry (the slices of a tile add their partial tiles through
+ * distributed shared memory) with 2, 5 and 8 slices, on two row tiles plus a
+ * ragged one and a ragged column tile, K long enough for every slice and
+ * one ragged BK step: beta = 0 over NaN, beta != 0, C of both types, both
+ * layouts. */
+Test(gpu_cluster, split_in_shared_memory, .timeout = TMO)
+{
+    need_device();
+    if (device_major() < 9)
+        cr_skip_test("skipped: thread-block clusters need an sm_90 device (this one is sm_%d)", device_major() * 10);
+    const int n = vx_cuda_instance_count();
+    static const int slices[] = {2, 5, 8};
+    int ran = 0;
+    for (int i = 0; i < n; i++) {
+        const vx_cuda_instance *in = vx_cuda_instance_get(i);
+        cr_assert(in != NULL, "vx_cuda_instance_get(%d) is NULL (count %d)", i, n);
+        if (!in->cluster)
+            continue;
+        for (int si = 0; si < 3; si++) {
+            if (quick() && si != i % 3)
+                continue;
+            vtx_case c = vtx_case_make(1, 1, 1);
+            canonical_call(&c, si == 1, in->a_kcontig, in->b_kcontig, 2 * (int64_t)in->bm + 3,
+                           in->bn + 5, 8 * (int64_t)in->bk * slices[si] / 2 + 7);
+            c.ab_type = in->ab_type;
+            c.c_type = si == 2 ? in->ab_type : VX_F32;
+            c.math = in->tf32 ? VX_MATH_TF32 : VX_MATH_DEFAULT;
+            c.tol = tol_for(c.ab_type, c.c_type, c.math);
+            c.alpha = si == 1 ? -0.75f : 1.0f;
+            c.beta = si == 0 ? 0.0f : 0.5f;
+            c.c_nan = c.beta == 0.0f;
+            c.ldc_pad = si == 2 ? 3 : 0;
+            c.seed = (uint64_t)(8000000 + i * 10 + si);
+            char tag[160];
+            snprintf(tag, sizeof tag, "cluster entry %d %s, %d slices", i, in->name, slices[si]);
+            c.tag = tag;
+            run_with_policy(&c, (vx_cuda_policy){i, slices[si], VX_UNIT_AUTO, 0});
+            ran++;
+        }
+    }
+    cr_assert(ran > 0, "no cluster entry among the %d compiled", n);
 }
 
 /* ---- the transposed orientation (C^T = B^T A^T, C stored transposed) ---- */

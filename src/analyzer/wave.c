@@ -49,8 +49,11 @@ int vx_wave_rank(const vx_wave_device *d, const vx_wave_cand *cands, const unsig
             continue;
         for (unsigned j = 0; j < sizeof split_list / sizeof split_list[0]; j++) {
             const int s = split_list[j];
-            if (s > d->max_splits || (s > 1 && k < 2 * (int64_t)s * cands[i].bk))
+            if (s > d->max_splits || (cands[i].max_splits > 0 && s > cands[i].max_splits) ||
+                (s > 1 && k < 2 * (int64_t)s * cands[i].bk))
                 break;
+            if (s < cands[i].min_splits)
+                continue;
             const double t = vx_wave_time(d, &cands[i], m, n, k, s);
             if (t < 0)
                 continue;

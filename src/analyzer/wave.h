@@ -22,6 +22,8 @@ typedef struct {
     int resident;       /* blocks one unit runs at once (0: cannot run) */
     float o_ns, p_ns;   /* one full wave over a K range of length K: o + p*K ns */
     int fixup;          /* split-K slices are added inside the kernel (no second launch) */
+    int max_splits;     /* most split-K slices this candidate runs (0: the device's max_splits) */
+    int min_splits;     /* fewest (0 or 1: any): a split-only variant of another candidate */
 } vx_wave_cand;
 
 typedef struct {

@@ -70,6 +70,7 @@ typedef struct {
     int a_kcontig, b_kcontig;
     int bm, bn, bk, wm, wn, stages, threads;
     int smem_bytes;        /* dynamic shared memory per block */
+    int cluster;           /* split-K slices reduce as one thread-block cluster (sm_90 only, <= 8 slices) */
 } vx_cuda_instance;
 
 /* Number of compiled instances (0 in a build without CUDA). */

@@ -48,6 +48,7 @@ static const std::vector<vx_cuda_instance> &instance_infos()
             i.a_kcontig = e->a_kcontig;
             i.b_kcontig = e->b_kcontig;
             i.bm = e->bm; i.bn = e->bn; i.bk = e->bk; i.wm = e->wm; i.wn = e->wn;
+            i.cluster = e->cluster;
             i.stages = e->stages; i.threads = e->threads; i.smem_bytes = e->smem_bytes;
             v.push_back(i);
         }
@@ -95,8 +96,10 @@ void default_wave(const DeviceState &d, const KernelEntry &e, vx_wave_cand &c)
 {
     c.bm = e.bm; c.bn = e.bn; c.bk = e.bk;
     c.fixup = e.fixup;
+    c.max_splits = e.cluster ? CLUSTER_MAX_SLICES : 0;
+    c.min_splits = e.cluster ? 2 : 0; /* unsplit it is its base entry */
     const double res = std::max(1, c.resident);
-    if (e.fixup) {
+    if (e.fixup && !e.cluster) {
         /* The skinny family streams B from DRAM (~3 TB/s on sm_90 parts,
          * ~1.5 on sm_80) once per row tile; its FFMAs mostly hide behind that. */
         const int cc = d.prop.major * 10 + d.prop.minor;
@@ -224,6 +227,7 @@ static std::vector<unsigned char> eligible(const DeviceState &d, const vx_cuda_g
         const KernelEntry &e = *all[i];
         if (e.dtype != (int)g->ab_type || e.a_kcontig != g->a_kcontig || e.b_kcontig != g->b_kcontig) continue;
         if (d.resident[i] <= 0) continue;
+        if (e.cluster && d.prop.major < 9) continue; /* thread-block clusters: sm_90 */
         const bool tensor = e.unit == UNIT_TENSOR;
         if (g->ab_type == VX_F32 && tensor && g->math != VX_MATH_TF32) continue;
         if (unit == VX_UNIT_TENSOR && !tensor) continue;
@@ -243,7 +247,7 @@ static int rank_plans(const DeviceState &d, const vx_cuda_gemm_args *g, vx_cuda_
      * (Forced, it runs any M: the tests cover that.) */
     const auto &all = entries();
     for (size_t i = 0; i < all.size(); i++)
-        if (all[i]->fixup && g->m > all[i]->bm) ok[i] = 0;
+        if (all[i]->fixup && !all[i]->cluster && g->m > all[i]->bm) ok[i] = 0;
     vx_wave_device model = d.model;
     model.c_bytes = g->c_type == VX_F32 ? 4 : 2;
     model.beta_reads_c = g->beta != 0.0f;
@@ -531,6 +535,7 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
                            "and layouts (or this device)", all[pol.instance]->name);
         choice.instance = pol.instance;
         choice.splits = pol.splits >= 1 ? pol.splits : 1;
+        if (all[pol.instance]->cluster) choice.splits = std::min(choice.splits, CLUSTER_MAX_SLICES);
     } else {
         const int bits = (int)g->ab_type | (int)g->c_type << 2 | (int)g->math << 4 | g->a_kcontig << 5 |
                          g->b_kcontig << 6 | (g->beta != 0.0f) << 7;
@@ -552,7 +557,8 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
             if (g_cache.size() >= PLAN_CACHE_MAX) g_cache.clear();
             g_cache[key] = choice;
         }
-        if (pol.splits >= 1) choice.splits = pol.splits;
+        if (pol.splits >= 1)
+            choice.splits = all[choice.instance]->cluster ? std::min(pol.splits, CLUSTER_MAX_SLICES) : pol.splits;
     }
     /* from here on, the problem as the kernel runs it */
     const vx_cuda_gemm_args run = choice.transposed ? transposed_args(g) : *g;
@@ -572,13 +578,14 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
     p.alpha = g->alpha; p.beta = g->beta; p.c_type = (int)g->c_type;
     p.ws = nullptr;
     p.counters = nullptr;
+    p.cluster = 0; /* launch_cluster sets it */
     p.k_per_split = (int)kps;
     const int elem = g->ab_type == VX_F32 ? 4 : 2;
     p.a_vec = aligned16(run.a, run.lda, elem);
     p.b_vec = aligned16(run.b, run.ldb, elem);
 
     cudaError_t ce;
-    if (splits > 1) {
+    if (splits > 1 && !e.cluster) {
         const size_t tiles = (size_t)((m + e.bm - 1) / e.bm) * ((n + e.bn - 1) / e.bn);
         /* a second-launch reduction reads [split][m][n]; an in-kernel one
          * [split][tile][bm x bn] and a counter per tile */

@@ -19,12 +19,14 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 namespace vx {
 
 enum { UNIT_SIMT = 0, UNIT_TENSOR = 1 };
+constexpr int CLUSTER_MAX_SLICES = 8; /* portable thread-block cluster size (gen: CLUSTER_MAX_SLICES) */
 enum { CT_F32 = 0, CT_F16 = 1, CT_BF16 = 2 };
 
 /* One launch's arguments (canonical row-major C, see cuda_backend.h). */
@@ -40,6 +42,8 @@ struct KParams {
     int k_per_split;   /* multiple of BK */
     int a_vec, b_vec;  /* 16-byte copies allowed for A / B */
     int c_trans;       /* C(row, col) lives at c[col * ldc + row]: the call runs transposed */
+    int cluster;       /* > 1: the gridDim.z split-K slices of a tile form one thread-block cluster and add
+                          their partial tiles through distributed shared memory (sm_90; see gemm_kernel) */
 };
 
 __device__ __forceinline__ float to_f32(float x) { return x; }
@@ -80,6 +84,40 @@ __device__ __forceinline__ void epilogue_store(const KParams &p, int row, int co
         return;
     }
     store_final(p, row, col, acc);
+}
+
+/* Whether epilogue_store2 may store column pairs (col even) as one 8- or
+ * 4-byte access: C (or the split-K workspace) row-major with pairs aligned. */
+__device__ __forceinline__ bool pairs_aligned(const KParams &p)
+{
+    if (p.c_trans) return false;
+    if (p.ws) return (p.n & 1) == 0;
+    const uintptr_t mask = p.c_type == CT_F32 ? 7 : 3;
+    return (p.ldc & 1) == 0 && ((uintptr_t)p.c & mask) == 0;
+}
+
+/* Columns col and col + 1 (col even) of one row: one store of the pair
+ * where pairs_aligned and both lie inside C, else epilogue_store each. */
+__device__ __forceinline__ void epilogue_store2(const KParams &p, bool pairs, int row, int col, float v0, float v1)
+{
+    if (pairs && row < p.m && col + 1 < p.n) {
+        if (p.ws) {
+            *reinterpret_cast<float2 *>(p.ws + ((long long)blockIdx.z * p.m + row) * p.n + col) = make_float2(v0, v1);
+            return;
+        }
+        const long long i = (long long)row * p.ldc + col;
+        float w0 = p.alpha * v0, w1 = p.alpha * v1;
+        if (p.beta != 0.0f) {
+            w0 += p.beta * load_c(p.c, i, p.c_type);
+            w1 += p.beta * load_c(p.c, i + 1, p.c_type);
+        }
+        if (p.c_type == CT_F32) *reinterpret_cast<float2 *>((float *)p.c + i) = make_float2(w0, w1);
+        else if (p.c_type == CT_F16) *reinterpret_cast<__half2 *>((__half *)p.c + i) = __floats2half2_rn(w0, w1);
+        else *reinterpret_cast<__nv_bfloat162 *>((__nv_bfloat16 *)p.c + i) = __floats2bfloat162_rn(w0, w1);
+        return;
+    }
+    epilogue_store(p, row, col, v0);
+    epilogue_store(p, row, col + 1, v1);
 }
 
 __device__ __forceinline__ unsigned smem_addr(const void *p)
@@ -161,6 +199,61 @@ __device__ __forceinline__ void load_tile(T *s, const T *g, long long ld, int r0
         }
     }
 }
+
+/* The fast path of load_tile for the tiles of one operand in one block:
+ * each thread's vectors lie in one column of 16 bytes and rows RSTEP apart,
+ * so their global and shared addresses are fixed offsets from one base, and
+ * whether each lies inside the matrix along the block's fixed dimension (M
+ * or N) is known once per block. A full tile along K then costs one 16-byte
+ * cp.async per vector and no index arithmetic. Rows or columns outside the
+ * matrix along M/N are not written at all: they feed only accumulators of
+ * rows/columns of C that are never stored (only K padding must be zero, and
+ * a tile with K padding takes load_tile). KROWS: K runs along the tile's
+ * rows (an M/N-contiguous operand), else along its columns. */
+template <class T, int ROWS, int COLS, int SLD, int THREADS, bool KROWS>
+struct FastTile {
+    static constexpr int VEC = 16 / (int)sizeof(T);
+    static constexpr int VPR = COLS / VEC;
+    static constexpr int NV = ROWS * VPR;
+    static constexpr int RSTEP = THREADS / VPR;
+    static constexpr int PER = (NV + THREADS - 1) / THREADS;
+    static_assert(THREADS % VPR == 0, "a thread's vectors must share one column");
+    static_assert(PER <= 32, "one validity bit per vector");
+    const T *src;       /* the thread's first vector in the tile at K offset 0 of the block */
+    long long ld, kstep; /* elements between rows; per unit of K */
+    int soff;           /* shared offset of the first vector */
+    unsigned valid;     /* bit j: vector j lies inside the matrix */
+    bool ok;            /* the block may use the fast path (aligned, no vector cut by the M/N edge) */
+
+    /* g, ld, r0, c0: the tile's origin as load_tile takes it, at the
+     * block's first K; fixed_end: where the matrix ends along M/N. */
+    __device__ __forceinline__ void init(const T *g, long long ld_, int r0, int c0, int fixed_end, bool vec)
+    {
+        const int v = (int)threadIdx.x, r = v / VPR, c = (v % VPR) * VEC;
+        ld = ld_;
+        kstep = KROWS ? ld_ : 1;
+        src = g + (long long)(r0 + r) * ld_ + c0 + c;
+        soff = r * SLD + c;
+        valid = 0;
+#pragma unroll
+        for (int j = 0; j < PER; j++) {
+            bool in = NV % THREADS == 0 || v + j * THREADS < NV;
+            if (KROWS) in = in && c0 + c + VEC <= fixed_end;
+            else in = in && r0 + r + j * RSTEP < fixed_end;
+            valid |= (in ? 1u : 0u) << j;
+        }
+        /* an M/N-contiguous operand whose edge cuts a vector needs load_tile's element loads */
+        ok = vec && (!KROWS || fixed_end % VEC == 0 || c0 + COLS <= fixed_end);
+    }
+    /* Tile whose first K is k_off elements past the block's first K. */
+    __device__ __forceinline__ void load(T *s, int k_off) const
+    {
+        const T *g = src + (long long)k_off * kstep;
+#pragma unroll
+        for (int j = 0; j < PER; j++)
+            if (valid >> j & 1u) cp_async16(s + soff + j * RSTEP * SLD, g + (long long)j * RSTEP * ld, 16);
+    }
+};
 
 /* Shared-memory geometry of one stage. */
 template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK>
@@ -377,6 +470,84 @@ __device__ __forceinline__ void thread_fma_stage(float (&acc)[TM][TN], const T *
     }
 }
 
+/* One stage through load_tile's general path (a ragged K tile, an operand
+ * whose M/N edge cuts a vector, unaligned operands). Out of line: inlined,
+ * its element-wise branches made the main loop several times larger, and
+ * the fast loop then stalled on instruction fetch (ncu on an H100: a third
+ * of its stall cycles). */
+template <class T, bool AK, bool BKC, int BM, int BN, int BK, int LDA, int LDB, int THREADS>
+__device__ __noinline__ void load_stage_edge(T *As, T *Bs, const T *A, long long lda, const T *B, long long ldb, int m,
+                                             int n, int bm0, int bn0, int k0, int ke, bool avec, bool bvec)
+{
+    if constexpr (AK)
+        load_tile<T, BM, BK, LDA, THREADS>(As, A, lda, bm0, k0, m, ke, avec);
+    else
+        load_tile<T, BK, BM, LDA, THREADS>(As, A, lda, k0, bm0, ke, m, avec);
+    if constexpr (BKC)
+        load_tile<T, BN, BK, LDB, THREADS>(Bs, B, ldb, bn0, k0, n, ke, bvec);
+    else
+        load_tile<T, BK, BN, LDB, THREADS>(Bs, B, ldb, k0, bn0, ke, n, bvec);
+}
+
+/* Split-K inside one launch on sm_90: the p.cluster slices of a tile run as
+ * one thread-block cluster (cluster dims 1 x 1 x slices). Each slice puts its
+ * partial tile in its own shared memory (the pipeline's buffers, drained by
+ * then); after a cluster barrier slice r adds rows r, r + slices, ... of all
+ * slices' tiles through distributed shared memory and stores them, and a
+ * second barrier keeps every slice's shared memory alive until the others
+ * have read it. No workspace, no counters, no second launch: the partial
+ * sums never leave the GPC. Needs BM x (BN + 4) floats of shared memory. */
+template <int BM, int BN, int WM, int WN, int THREADS>
+__device__ __forceinline__ void cluster_reduce_store(const KParams &p, float (&acc)[WM / 16][WN / 8][4],
+                                                     unsigned char *smem_raw, int bm0, int bn0, int wm0, int wn0,
+                                                     int lane)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    constexpr int LD = BN + 4; /* rows 16 bytes apart in banks: the float2 writes below do not collide */
+    float *red = reinterpret_cast<float *>(smem_raw);
+    const int g = lane >> 2, t = lane & 3;
+    __syncthreads(); /* every warp is done reading the pipeline's buffers */
+#pragma unroll
+    for (int mt = 0; mt < WM / 16; mt++)
+#pragma unroll
+        for (int nt = 0; nt < WN / 8; nt++) {
+            float *q = red + (wm0 + mt * 16 + g) * LD + wn0 + nt * 8 + 2 * t;
+            *reinterpret_cast<float2 *>(q) = make_float2(acc[mt][nt][0], acc[mt][nt][1]);
+            *reinterpret_cast<float2 *>(q + 8 * LD) = make_float2(acc[mt][nt][2], acc[mt][nt][3]);
+        }
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    const int slices = p.cluster, me = (int)cluster.block_rank();
+    constexpr int V = BN / 4; /* float4 columns per row */
+    /* Rows me, me + slices, ...: every thread takes whole float4s, and all
+     * slices' loads are issued before the first add (a loop that waited
+     * out one remote load per slice and row ran 2-3x slower than the
+     * reduction launch it replaces: H100, first version). */
+    const int items = (BM - me + slices - 1) / slices * V;
+    for (int it = (int)threadIdx.x; it < items; it += THREADS) {
+        const int row = me + (it / V) * slices, col = bn0 + 4 * (it % V);
+        if (bm0 + row >= p.m || col >= p.n) continue;
+        float4 part[CLUSTER_MAX_SLICES];
+#pragma unroll
+        for (int r = 0; r < CLUSTER_MAX_SLICES; r++)
+            if (r < slices)
+                part[r] = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, r) + row * LD + (col - bn0));
+        float4 sum = part[0];
+#pragma unroll
+        for (int r = 1; r < CLUSTER_MAX_SLICES; r++)
+            if (r < slices) {
+                sum.x += part[r].x; sum.y += part[r].y; sum.z += part[r].z; sum.w += part[r].w;
+            }
+        store_final(p, bm0 + row, col, sum.x);
+        store_final(p, bm0 + row, col + 1, sum.y);
+        store_final(p, bm0 + row, col + 2, sum.z);
+        store_final(p, bm0 + row, col + 3, sum.w);
+    }
+    cluster.sync();
+#endif
+}
+
 /* ---- L1 + L2: the CTA ---------------------------------------------------- */
 
 template <int BM, int BN, int WM, int WN>
@@ -419,18 +590,26 @@ __global__ void __launch_bounds__(Warps<BM, BN, WM, WN>::THREADS) gemm_kernel(KP
     const T *B = static_cast<const T *>(p.b);
     const bool avec = p.a_vec != 0, bvec = p.b_vec != 0;
 
+    /* Fast loads for every full K tile (all but a ragged last one). */
+    FastTile<T, AK ? BM : BK, AK ? BK : BM, S::LDA, THREADS, !AK> fa;
+    FastTile<T, BKC ? BN : BK, BKC ? BK : BN, S::LDB, THREADS, !BKC> fb;
+    if constexpr (AK) fa.init(A, p.lda, bm0, kb, p.m, avec);
+    else fa.init(A, p.lda, kb, bm0, p.m, avec);
+    if constexpr (BKC) fb.init(B, p.ldb, bn0, kb, p.n, bvec);
+    else fb.init(B, p.ldb, kb, bn0, p.n, bvec);
+    const bool fast = fa.ok && fb.ok;
+
     auto load_stage = [&](int kt, int stage) {
         T *As = smem + stage * S::STAGE_ELEMS;
         T *Bs = As + S::A_ELEMS;
         const int k0 = kb + kt * BK;
-        if constexpr (AK)
-            load_tile<T, BM, BK, S::LDA, THREADS>(As, A, p.lda, bm0, k0, p.m, ke, avec);
-        else
-            load_tile<T, BK, BM, S::LDA, THREADS>(As, A, p.lda, k0, bm0, ke, p.m, avec);
-        if constexpr (BKC)
-            load_tile<T, BN, BK, S::LDB, THREADS>(Bs, B, p.ldb, bn0, k0, p.n, ke, bvec);
-        else
-            load_tile<T, BK, BN, S::LDB, THREADS>(Bs, B, p.ldb, k0, bn0, ke, p.n, bvec);
+        if (fast && k0 + BK <= ke) {
+            fa.load(As, kt * BK);
+            fb.load(Bs, kt * BK);
+        } else {
+            load_stage_edge<T, AK, BKC, BM, BN, BK, S::LDA, S::LDB, THREADS>(As, Bs, A, p.lda, B, p.ldb, p.m, p.n,
+                                                                             bm0, bn0, k0, ke, avec, bvec);
+        }
     };
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -461,14 +640,22 @@ __global__ void __launch_bounds__(Warps<BM, BN, WM, WN>::THREADS) gemm_kernel(KP
         }
         cp_async_wait<0>();
         const int g = lane >> 2, t = lane & 3;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (p.cluster > 1) {
+            cluster_reduce_store<BM, BN, WM, WN, THREADS>(p, acc, smem_raw, bm0, bn0, wm0, wn0, lane);
+            return;
+        }
+#endif
+        const bool pairs = pairs_aligned(p);
 #pragma unroll
         for (int mt = 0; mt < WM / 16; mt++)
 #pragma unroll
             for (int nt = 0; nt < WN / 8; nt++)
-#pragma unroll
-                for (int q = 0; q < 4; q++)
-                    epilogue_store(p, bm0 + wm0 + mt * 16 + g + (q >> 1) * 8, bn0 + wn0 + nt * 8 + 2 * t + (q & 1),
-                                   acc[mt][nt][q]);
+            {
+                const int row = bm0 + wm0 + mt * 16 + g, col = bn0 + wn0 + nt * 8 + 2 * t;
+                epilogue_store2(p, pairs, row, col, acc[mt][nt][0], acc[mt][nt][1]);
+                epilogue_store2(p, pairs, row + 8, col, acc[mt][nt][2], acc[mt][nt][3]);
+            }
     } else {
         constexpr int TM = WM / 4, TN = WN / 8;
         static_assert(TM % 4 == 0 && TN % 4 == 0, "CUDA-core thread tiles are multiples of 4");
@@ -502,6 +689,7 @@ struct KernelEntry {
     const void *func;
     void (*launch)(const KParams &, dim3, cudaStream_t);
     int fixup;         /* split-K reduced inside the kernel (workspace + counters), not by a second launch */
+    int cluster;       /* the split-K slices reduce as one cluster (launch = launch_cluster, sm_90, <= 8) */
 };
 
 template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK, int WM, int WN, int STAGES>
@@ -514,6 +702,27 @@ struct Instance {
     static void launch(const KParams &p, dim3 grid, cudaStream_t s)
     {
         gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES><<<grid, THREADS, SMEM, s>>>(p);
+    }
+    /* The grid's z slices as one cluster that reduces in shared memory
+     * (cluster_reduce_store); sm_90 only, grid.z <= 8 (the portable size). */
+    static constexpr bool CLUSTER_FITS = UNIT == UNIT_TENSOR && BM * (BN + 4) * 4 <= SMEM;
+    static void launch_cluster(const KParams &p, dim3 grid, cudaStream_t s)
+    {
+        KParams q = p;
+        q.cluster = (int)grid.z;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(THREADS);
+        cfg.dynamicSmemBytes = SMEM;
+        cfg.stream = s;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = 1;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = grid.z;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        cudaLaunchKernelEx(&cfg, gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES>, q);
     }
     static const void *func() { return (const void *)gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES>; }
 };
