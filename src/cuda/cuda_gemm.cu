@@ -237,6 +237,8 @@ static std::vector<unsigned char> eligible(const DeviceState &d, const vx_cuda_g
     return ok;
 }
 
+static const int64_t CLUSTER_MAX_M = 64;
+
 static int rank_plans(const DeviceState &d, const vx_cuda_gemm_args *g, vx_cuda_unit unit, vx_cuda_choice *out,
                       int max_out)
 {
@@ -248,6 +250,13 @@ static int rank_plans(const DeviceState &d, const vx_cuda_gemm_args *g, vx_cuda_
     const auto &all = entries();
     for (size_t i = 0; i < all.size(); i++)
         if (all[i]->fixup && !all[i]->cluster && g->m > all[i]->bm) ok[i] = 0;
+    /* Cluster split-K is offered up to M = CLUSTER_MAX_M. Beyond it the wave
+     * model prices its in-kernel tail (two cluster barriers and the shared-
+     * memory reduction, paid by every wave) too cheaply: on an H100 the calls
+     * that took a cluster plan instead of the plain ones ran 0.88x the time
+     * at M <= 16 and 0.95x at 17..64, but 0.99x at 65..128 and 1.02x above. */
+    for (size_t i = 0; i < all.size(); i++)
+        if (all[i]->cluster && g->m > CLUSTER_MAX_M) ok[i] = 0;
     vx_wave_device model = d.model;
     model.c_bytes = g->c_type == VX_F32 ? 4 : 2;
     model.beta_reads_c = g->beta != 0.0f;
