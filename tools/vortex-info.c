@@ -198,8 +198,9 @@ static void print_cuda_instances(void)
     printf("GPU kernel instances: %d%s\n", n, n ? "" : " (built without CUDA)");
     for (int i = 0; i < n; i++) {
         const vx_cuda_instance *in = vx_cuda_instance_get(i);
-        printf("  %3d %-36s %-6s threads %3d smem %6d B\n", i, in->name,
-               in->unit == VX_UNIT_TENSOR ? "tensor" : "simt", in->threads, in->smem_bytes);
+        printf("  %3d %-36s %-6s threads %3d smem %6d B%s\n", i, in->name,
+               in->unit == VX_UNIT_TENSOR ? "tensor" : "simt", in->threads, in->smem_bytes,
+               in->cluster ? "  split-K in a thread-block cluster (sm_90, <= 8 slices)" : "");
     }
 }
 
