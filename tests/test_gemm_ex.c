@@ -569,6 +569,32 @@ Test(cuda_api, instance_table_consistent)
         cr_assert(!in->tf32 || (in->ab_type == VX_F32 && in->unit == VX_UNIT_TENSOR),
                   "instance %d (%s): tf32 with ab_type %d unit %d", i, in->name, (int)in->ab_type,
                   in->unit);
+        for (int j = 0; j < i; j++)
+            cr_assert(strcmp(vx_cuda_instance_get(j)->name, in->name) != 0, "instances %d and %d are both %s", j,
+                      i, in->name);
+        if (!in->cluster)
+            continue;
+        /* A cluster entry launches its base entry's kernel as clusters: the
+         * same geometry under the name without "_cl", Tensor Cores, and the
+         * partial tile (bm x (bn + 4) floats) inside its shared memory. */
+        const size_t len = strlen(in->name);
+        cr_assert(len > 3 && strcmp(in->name + len - 3, "_cl") == 0, "cluster entry %d is named %s", i, in->name);
+        cr_assert(in->unit == VX_UNIT_TENSOR, "cluster entry %s is not a Tensor Core kernel", in->name);
+        cr_assert((long long)in->bm * (in->bn + 4) * 4 <= in->smem_bytes,
+                  "cluster entry %s: a %dx%d partial tile does not fit its %d bytes of shared memory", in->name,
+                  in->bm, in->bn, in->smem_bytes);
+        int base = -1;
+        for (int j = 0; j < n; j++) {
+            const vx_cuda_instance *b = vx_cuda_instance_get(j);
+            if (!b->cluster && strlen(b->name) == len - 3 && strncmp(b->name, in->name, len - 3) == 0)
+                base = j;
+        }
+        cr_assert(base >= 0, "cluster entry %s has no base entry", in->name);
+        const vx_cuda_instance *b = vx_cuda_instance_get(base);
+        cr_assert(b->bm == in->bm && b->bn == in->bn && b->bk == in->bk && b->stages == in->stages &&
+                      b->threads == in->threads && b->smem_bytes == in->smem_bytes && b->ab_type == in->ab_type &&
+                      b->tf32 == in->tf32 && b->a_kcontig == in->a_kcontig && b->b_kcontig == in->b_kcontig,
+                  "cluster entry %s differs from its base entry %s", in->name, b->name);
     }
     vtx_case c = vtx_case_make(33, 17, 65);
     c.math = VX_MATH_TF32;
