@@ -335,6 +335,24 @@ ParameterizedTest(int *part, gpu_instances, forced, .timeout = TMO)
     cr_assert(calls + not_resident > 0 || *part >= n, "part %d ran no call", *part);
 }
 
+/* A call in instance in's layouts (row-major, or col = 1 column-major),
+ * canonical m x n x k, its operand type, C of that type (c_same) or F32,
+ * its math mode; beta = 0 runs over a NaN-filled C. */
+static vtx_case instance_call(const vx_cuda_instance *in, int col, int64_t m, int64_t n, int64_t k, int c_same,
+                              float alpha, float beta)
+{
+    vtx_case c = vtx_case_make(1, 1, 1);
+    canonical_call(&c, col, in->a_kcontig, in->b_kcontig, m, n, k);
+    c.ab_type = in->ab_type;
+    c.c_type = c_same ? in->ab_type : VX_F32;
+    c.math = in->tf32 ? VX_MATH_TF32 : VX_MATH_DEFAULT;
+    c.tol = tol_for(c.ab_type, c.c_type, c.math);
+    c.alpha = alpha;
+    c.beta = beta;
+    c.c_nan = beta == 0.0f;
+    return c;
+}
+
 /* ---- the skinny family's in-kernel split-K ---- */
 
 /* Every skinny instance (split-K slices added inside the kernel: the last
@@ -353,16 +371,8 @@ Test(gpu_skinny, split_fixup_rearms, .timeout = TMO)
         if (strncmp(in->name, "skinny_", 7) != 0)
             continue;
         for (int rep = 0; rep < 3; rep++) {
-            vtx_case c = vtx_case_make(1, 1, 1);
-            canonical_call(&c, rep == 1, in->a_kcontig, in->b_kcontig, in->bm + 1, 2 * (int64_t)in->bn + 3,
-                           1000 + 37 * rep);
-            c.ab_type = in->ab_type;
-            c.c_type = rep == 2 ? in->ab_type : VX_F32;
-            c.math = VX_MATH_DEFAULT;
-            c.tol = tol_for(c.ab_type, c.c_type, c.math);
-            c.alpha = rep == 2 ? -1.5f : 1.0f;
-            c.beta = rep == 0 ? 0.0f : 0.5f;
-            c.c_nan = c.beta == 0.0f;
+            vtx_case c = instance_call(in, rep == 1, in->bm + 1, 2 * (int64_t)in->bn + 3, 1000 + 37 * rep, rep == 2,
+                                       rep == 2 ? -1.5f : 1.0f, rep == 0 ? 0.0f : 0.5f);
             c.ldb_pad = rep == 1 ? 3 : 0;
             c.seed = (uint64_t)(7000000 + i * 10 + rep);
             char tag[160];
@@ -399,16 +409,9 @@ Test(gpu_cluster, split_in_shared_memory, .timeout = TMO)
         for (int si = 0; si < 3; si++) {
             if (quick() && si != i % 3)
                 continue;
-            vtx_case c = vtx_case_make(1, 1, 1);
-            canonical_call(&c, si == 1, in->a_kcontig, in->b_kcontig, 2 * (int64_t)in->bm + 3,
-                           in->bn + 5, 8 * (int64_t)in->bk * slices[si] / 2 + 7);
-            c.ab_type = in->ab_type;
-            c.c_type = si == 2 ? in->ab_type : VX_F32;
-            c.math = in->tf32 ? VX_MATH_TF32 : VX_MATH_DEFAULT;
-            c.tol = tol_for(c.ab_type, c.c_type, c.math);
-            c.alpha = si == 1 ? -0.75f : 1.0f;
-            c.beta = si == 0 ? 0.0f : 0.5f;
-            c.c_nan = c.beta == 0.0f;
+            vtx_case c = instance_call(in, si == 1, 2 * (int64_t)in->bm + 3, in->bn + 5,
+                                       8 * (int64_t)in->bk * slices[si] / 2 + 7, si == 2, si == 1 ? -0.75f : 1.0f,
+                                       si == 0 ? 0.0f : 0.5f);
             c.ldc_pad = si == 2 ? 3 : 0;
             c.seed = (uint64_t)(8000000 + i * 10 + si);
             char tag[160];
