@@ -169,10 +169,9 @@ def skinny_candidates():
 # memory (cluster_reduce_store in gemm_kernel.cuh): one launch instead of the
 # kernel plus a reduction launch. Small tiles only (BM x BN <= CLUSTER_MAX_TILE):
 # they are the ones split-K serves, and the partial tile must fit in the
-# pipeline's shared memory. At most CLUSTER_MAX_SLICES slices (the portable
-# cluster size).
+# pipeline's shared memory. At most 8 slices, the portable cluster size
+# (CLUSTER_MAX_SLICES in gemm_kernel.cuh, which the selection applies).
 CLUSTER_MAX_TILE = 64 * 64
-CLUSTER_MAX_SLICES = 8
 
 
 def cluster_candidates(tiled):
@@ -194,7 +193,7 @@ def all_candidates(stats=None):
     out = tiled + skinny_candidates() + cluster_candidates(tiled)
     if stats is not None:
         stats['skinny instances'] = len(skinny_candidates())
-        stats['cluster split-K entries (no extra kernel)'] = len(out) - len(tiled) - stats['skinny instances']
+        stats['cluster split-K entries (no extra kernel)'] = len(cluster_candidates(tiled))
         stats['table entries'] = len(out)
         stats['kernels compiled'] = len(tiled) + stats['skinny instances']
     return out

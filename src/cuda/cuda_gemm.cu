@@ -246,17 +246,17 @@ static int rank_plans(const DeviceState &d, const vx_cuda_gemm_args *g, vx_cuda_
     /* The skinny family is chosen only where one row tile covers M, so B is
      * read once: with more row tiles it re-reads B and lost to the tiled
      * kernels on an H100 while the wave model still priced it cheaper.
-     * (Forced, it runs any M: the tests cover that.) */
-    const auto &all = entries();
-    for (size_t i = 0; i < all.size(); i++)
-        if (all[i]->fixup && !all[i]->cluster && g->m > all[i]->bm) ok[i] = 0;
-    /* Cluster split-K is offered up to M = CLUSTER_MAX_M. Beyond it the wave
+     * Cluster split-K is offered up to M = CLUSTER_MAX_M. Beyond it the wave
      * model prices its in-kernel tail (two cluster barriers and the shared-
      * memory reduction, paid by every wave) too cheaply: on an H100 the calls
      * that took a cluster plan instead of the plain ones ran 0.88x the time
-     * at M <= 16 and 0.95x at 17..64, but 0.99x at 65..128 and 1.02x above. */
-    for (size_t i = 0; i < all.size(); i++)
-        if (all[i]->cluster && g->m > CLUSTER_MAX_M) ok[i] = 0;
+     * at M <= 16 and 0.95x at 17..64, but 0.99x at 65..128 and 1.02x above.
+     * (Forced, both run any M: the tests cover that.) */
+    const auto &all = entries();
+    for (size_t i = 0; i < all.size(); i++) {
+        const KernelEntry &e = *all[i];
+        if (e.cluster ? g->m > CLUSTER_MAX_M : e.fixup && g->m > e.bm) ok[i] = 0;
+    }
     vx_wave_device model = d.model;
     model.c_bytes = g->c_type == VX_F32 ? 4 : 2;
     model.beta_reads_c = g->beta != 0.0f;
@@ -544,7 +544,6 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
                            "and layouts (or this device)", all[pol.instance]->name);
         choice.instance = pol.instance;
         choice.splits = pol.splits >= 1 ? pol.splits : 1;
-        if (all[pol.instance]->cluster) choice.splits = std::min(choice.splits, CLUSTER_MAX_SLICES);
     } else {
         const int bits = (int)g->ab_type | (int)g->c_type << 2 | (int)g->math << 4 | g->a_kcontig << 5 |
                          g->b_kcontig << 6 | (g->beta != 0.0f) << 7;
@@ -566,9 +565,10 @@ extern "C" vx_status vx_cuda_gemm(const vx_cuda_gemm_args *g, char *desc, size_t
             if (g_cache.size() >= PLAN_CACHE_MAX) g_cache.clear();
             g_cache[key] = choice;
         }
-        if (pol.splits >= 1)
-            choice.splits = all[choice.instance]->cluster ? std::min(pol.splits, CLUSTER_MAX_SLICES) : pol.splits;
+        if (pol.splits >= 1) choice.splits = pol.splits;
     }
+    /* a forced split is lowered to what a cluster holds */
+    if (all[choice.instance]->cluster) choice.splits = std::min(choice.splits, CLUSTER_MAX_SLICES);
     /* from here on, the problem as the kernel runs it */
     const vx_cuda_gemm_args run = choice.transposed ? transposed_args(g) : *g;
     const int m = (int)run.m, n = (int)run.n;

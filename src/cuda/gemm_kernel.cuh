@@ -26,7 +26,7 @@
 namespace vx {
 
 enum { UNIT_SIMT = 0, UNIT_TENSOR = 1 };
-constexpr int CLUSTER_MAX_SLICES = 8; /* portable thread-block cluster size (gen: CLUSTER_MAX_SLICES) */
+constexpr int CLUSTER_MAX_SLICES = 8; /* the portable thread-block cluster size: most split-K slices of a cluster entry */
 enum { CT_F32 = 0, CT_F16 = 1, CT_BF16 = 2 };
 
 /* One launch's arguments (canonical row-major C, see cuda_backend.h). */
@@ -220,7 +220,7 @@ struct FastTile {
     static_assert(THREADS % VPR == 0, "a thread's vectors must share one column");
     static_assert(PER <= 32, "one validity bit per vector");
     const T *src;       /* the thread's first vector in the tile at K offset 0 of the block */
-    long long ld, kstep; /* elements between rows; per unit of K */
+    long long ld;       /* elements between rows */
     int soff;           /* shared offset of the first vector */
     unsigned valid;     /* bit j: vector j lies inside the matrix */
     bool ok;            /* the block may use the fast path (aligned, no vector cut by the M/N edge) */
@@ -231,7 +231,6 @@ struct FastTile {
     {
         const int v = (int)threadIdx.x, r = v / VPR, c = (v % VPR) * VEC;
         ld = ld_;
-        kstep = KROWS ? ld_ : 1;
         src = g + (long long)(r0 + r) * ld_ + c0 + c;
         soff = r * SLD + c;
         valid = 0;
@@ -248,7 +247,7 @@ struct FastTile {
     /* Tile whose first K is k_off elements past the block's first K. */
     __device__ __forceinline__ void load(T *s, int k_off) const
     {
-        const T *g = src + (long long)k_off * kstep;
+        const T *g = src + (long long)k_off * (KROWS ? ld : 1);
 #pragma unroll
         for (int j = 0; j < PER; j++)
             if (valid >> j & 1u) cp_async16(s + soff + j * RSTEP * SLD, g + (long long)j * RSTEP * ld, 16);
