@@ -197,10 +197,6 @@ __attribute__((target("avx2"))) static double strided_walk_bw(const float *p, si
     return (double)reps * (double)rows * (double)panels * 64.0 / best;
 }
 
-/* The in-place probe (tune.h): the probe tile walks B panel by panel, both row tiles
- * over each panel, as run_inplace does with one k block. Copies of B
- * rotate between passes (probe_buffers), so every pass reads B from L3
- * (and A, 2m x K, from L1). */
 /* The probes' tile: the widest family with six rows or more (AVX-512
  * 6x64, AVX2 6x16: tiles the plans pick), six rows of it. */
 enum { PROBE_M = 6 };
@@ -212,6 +208,29 @@ static int probe_family(const vx_ukernel_set *set)
         if (set->families[i].mr_max >= PROBE_M && (f < 0 || set->families[i].nr > set->families[f].nr))
             f = i;
     return f;
+}
+
+/* What both probes run on: the family, its panel width, B of K x N
+ * (N whole panels) in b_floats. 0 when no family has PROBE_M rows. */
+typedef struct {
+    const vx_ukernel_family *F;
+    int f, nr;
+    int64_t N, K;
+    size_t b_floats;
+} probe_shape;
+
+static int probe_shape_of(vx_isa isa, probe_shape *ps)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    ps->f = probe_family(set);
+    if (ps->f < 0)
+        return 0;
+    ps->F = &set->families[ps->f];
+    ps->nr = ps->F->nr;
+    ps->N = VX_PROBE_N / ps->nr * ps->nr;
+    ps->K = VX_PROBE_K;
+    ps->b_floats = (size_t)ps->N * (size_t)ps->K;
+    return 1;
 }
 
 /* Carve the probes' operands out of big: `copies` B matrices of b_floats
@@ -232,21 +251,23 @@ static int probe_buffers(const vx_hw_info *hw, float *big, size_t big_bytes, siz
     return 1;
 }
 
+/* The in-place probe (tune.h): the probe tile walks B panel by panel, both row tiles
+ * over each panel, as run_inplace does with one k block. Copies of B
+ * rotate between passes (probe_buffers), so every pass reads B from L3
+ * (and A, 2m x K, from L1). */
 static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
 {
-    const vx_ukernel_set *set = vx_ukernels(isa);
-    const int f = probe_family(set);
-    if (f < 0)
+    probe_shape ps;
+    if (!probe_shape_of(isa, &ps))
         return;
-    const vx_ukernel_family *F = &set->families[f];
-    const int m = PROBE_M, nr = F->nr;
-    const int64_t N = VX_PROBE_N / nr * nr, K = VX_PROBE_K;
-    const size_t b_floats = (size_t)N * (size_t)K;
+    const int f = ps.f, m = PROBE_M, nr = ps.nr;
+    const int64_t N = ps.N, K = ps.K;
+    const size_t b_floats = ps.b_floats;
     size_t copies;
     float *a, *c;
     if (!probe_buffers(hw, big, big_bytes, b_floats, (size_t)2 * m * K, (size_t)2 * m * N, &copies, &a, &c))
         return;
-    const vx_ukernel_fn fn = F->kern[VX_UK_AS_BS][m - 1];
+    const vx_ukernel_fn fn = ps.F->kern[VX_UK_AS_BS][m - 1];
     /* the walk over a B from L3 (copies rotate), alternated with the same
      * calls all on B's first panel, which stays in L2: their difference is
      * what reading B from L3 adds, free of the noise in the kernels' own
@@ -276,14 +297,12 @@ static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t b
  * its buffers, B read from L3 (copies rotate as for the in-place probe). */
 static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
 {
-    const vx_ukernel_set *set = vx_ukernels(isa);
-    const int f = probe_family(set);
-    if (f < 0)
+    probe_shape ps;
+    if (!probe_shape_of(isa, &ps))
         return;
-    const vx_ukernel_family *F = &set->families[f];
-    const int m = PROBE_M, nr = F->nr;
-    const int64_t M = VX_PROBE_PACKED_M, N = VX_PROBE_N / nr * nr, K = VX_PROBE_K;
-    const size_t b_floats = (size_t)N * (size_t)K;
+    const int f = ps.f, m = PROBE_M, nr = ps.nr;
+    const int64_t M = VX_PROBE_PACKED_M, N = ps.N, K = ps.K;
+    const size_t b_floats = ps.b_floats;
     size_t copies;
     float *a, *c;
     if (!probe_buffers(hw, big, big_bytes, b_floats, (size_t)M * K, (size_t)M * N, &copies, &a, &c))
