@@ -23,6 +23,10 @@ ISAS = {
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
 SEG_VARIANT = "asbp_seg"  # in-place A in segments, packed B (vx_ukernel_seg_fn)
 PACK_VARIANT = "asbs_pk"  # in-place A and B, B's panel also written packed (vx_ukernel_pk_fn)
+# The in-place-B kernels again, fetching B ahead into L2 only, for leading
+# dimensions whose rows share too few L1 sets to hold the rows fetched ahead
+# (ukernel.h, vx_ukernel_family.bs_far).
+FAR_SUFFIX = "_far"
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 # Rows of in-place B fetched ahead (~100 cycles of L3 latency). Shorter
 # distances win while B stays in L3 between calls (AMD Zen 1, 16-row shapes
@@ -167,11 +171,12 @@ def store_stage(I, m, V, full, ind):
     return L
 
 
-def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False):
+def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, far=False):
     I = Isa(isa)
     V = nr // I.w
     L = []
-    L.append(f"void {fname(isa, nr, m, variant)}{SIG_SEG if seg else SIG_PK if pack_out else SIG}")
+    L.append(f"void {fname(isa, nr, m, variant + (FAR_SUFFIX if far else ''))}"
+             f"{SIG_SEG if seg else SIG_PK if pack_out else SIG}")
     L.append("{")
     if a_packed:
         L.append("    (void)a_rs; (void)a_cs;")
@@ -247,10 +252,13 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False):
         out = []
         if not b_packed and not masked:
             # In-place B rows are ldb apart: too far for the hardware stride
-            # prefetcher, so fetch B_PREFETCH_ROWS rows ahead by hand.
+            # prefetcher, so fetch B_PREFETCH_ROWS rows ahead by hand, into
+            # L1 (locality 3), or with `far` into L2 (locality 2,
+            # prefetcht1): rows whose L1 sets hold fewer lines than the rows
+            # in flight evict each other before they are read.
             for v in range(0, live, max(1, 16 // I.w)):
                 uo = f"({u} + {B_PREFETCH_ROWS}) * b_rs"
-                out.append(f"{indent}__builtin_prefetch(b + {uo} + {v * I.w}, 0, 3);")
+                out.append(f"{indent}__builtin_prefetch(b + {uo} + {v * I.w}, 0, {2 if far else 3});")
         for v in range(live):
             ptr = b_ptr(v, u)
             # AVX-512 runs one masked loop for every n < nr (see below): each
@@ -381,6 +389,12 @@ def emit_isa(isa, only_nr=None):
             out.append(f"void {fname(isa, nr, m, PACK_VARIANT)}{SIG_PK};")
             out.append(kernel(isa, nr, m, PACK_VARIANT, False, False, pack_out=True))
             out.append("")
+            out.append(f"void {fname(isa, nr, m, 'asbs' + FAR_SUFFIX)}{SIG};")
+            out.append(kernel(isa, nr, m, "asbs", False, False, far=True))
+            out.append("")
+            out.append(f"void {fname(isa, nr, m, PACK_VARIANT + FAR_SUFFIX)}{SIG_PK};")
+            out.append(kernel(isa, nr, m, PACK_VARIANT, False, False, pack_out=True, far=True))
+            out.append("")
     return "\n".join(out) + "\n"
 
 
@@ -394,6 +408,8 @@ def emit_table():
                     out.append(f"void {fname(isa, nr, m, variant)}{SIG};")
                 out.append(f"void {fname(isa, nr, m, SEG_VARIANT)}{SIG_SEG};")
                 out.append(f"void {fname(isa, nr, m, PACK_VARIANT)}{SIG_PK};")
+                out.append(f"void {fname(isa, nr, m, 'asbs' + FAR_SUFFIX)}{SIG};")
+                out.append(f"void {fname(isa, nr, m, PACK_VARIANT + FAR_SUFFIX)}{SIG_PK};")
     out.append("")
     order = {"avx2": "VX_ISA_AVX2", "avx512": "VX_ISA_AVX512"}
     for isa in ISAS:
@@ -405,10 +421,14 @@ def emit_table():
             out.append(f"static const vx_ukernel_seg_fn {isa}_n{nr}_{SEG_VARIANT}[{mr_max}] = {{ {names} }};")
             names = ", ".join(fname(isa, nr, m, PACK_VARIANT) for m in range(1, mr_max + 1))
             out.append(f"static const vx_ukernel_pk_fn {isa}_n{nr}_{PACK_VARIANT}[{mr_max}] = {{ {names} }};")
+            for v, T in (("asbs", "vx_ukernel_fn"), (PACK_VARIANT, "vx_ukernel_pk_fn")):
+                names = ", ".join(fname(isa, nr, m, v + FAR_SUFFIX) for m in range(1, mr_max + 1))
+                out.append(f"static const {T} {isa}_n{nr}_{v}{FAR_SUFFIX}[{mr_max}] = {{ {names} }};")
         fams = []
         for nr, mr_max in tiles(isa):
             ks = ", ".join(f"{isa}_n{nr}_{v}" for v, _, _ in VARIANTS)
-            fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }}, {isa}_n{nr}_{SEG_VARIANT}, {isa}_n{nr}_{PACK_VARIANT} }},")
+            fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }}, {isa}_n{nr}_{SEG_VARIANT}, {isa}_n{nr}_{PACK_VARIANT}, "
+                        f"{isa}_n{nr}_asbs{FAR_SUFFIX}, {isa}_n{nr}_{PACK_VARIANT}{FAR_SUFFIX} }},")
         out.append(f"static const vx_ukernel_family {isa}_families[] = {{")
         out += fams
         out.append("};")

@@ -36,12 +36,14 @@ static const char *path_name(vx_path p)
     return "?";
 }
 
-/* The packing variant (family->pk), tested beside the three kern[] ones. */
-enum { VARIANT_PK = VX_UK_VARIANTS };
+/* The packing variant (family->pk) and the two that fetch B into L2
+ * (family->bs_far, pk_far), tested beside the three kern[] ones. */
+enum { VARIANT_PK = VX_UK_VARIANTS, VARIANT_BS_FAR, VARIANT_PK_FAR };
 
 static const char *variant_name(int v)
 {
-    return v == VX_UK_AP_BP ? "apbp" : v == VX_UK_AS_BP ? "asbp" : v == VX_UK_AS_BS ? "asbs" : "asbs_pk";
+    return v == VX_UK_AP_BP ? "apbp" : v == VX_UK_AS_BP ? "asbp" : v == VX_UK_AS_BS ? "asbs"
+         : v == VARIANT_PK ? "asbs_pk" : v == VARIANT_BS_FAR ? "asbs_far" : "asbs_pk_far";
 }
 
 /* ------------------------------------------------------------------ */
@@ -81,9 +83,14 @@ static void check_table(vx_isa isa)
         }
         cr_assert(fam->seg != NULL, "%s nr=%d: no segmented kernels", set->name, fam->nr);
         cr_assert(fam->pk != NULL, "%s nr=%d: no packing kernels", set->name, fam->nr);
+        cr_assert(fam->bs_far != NULL && fam->pk_far != NULL, "%s nr=%d: no far kernels", set->name, fam->nr);
         for (int m = 1; m <= fam->mr_max; m++) {
             cr_assert(fam->seg[m - 1] != NULL, "%s nr=%d m=%d: NULL segmented kernel", set->name, fam->nr, m);
             cr_assert(fam->pk[m - 1] != NULL, "%s nr=%d m=%d: NULL packing kernel", set->name, fam->nr, m);
+            cr_assert(fam->bs_far[m - 1] != NULL && fam->pk_far[m - 1] != NULL,
+                      "%s nr=%d m=%d: NULL far kernel", set->name, fam->nr, m);
+            cr_assert(fam->bs_far[m - 1] != fam->kern[VX_UK_AS_BS][m - 1] && fam->pk_far[m - 1] != fam->pk[m - 1],
+                      "%s nr=%d m=%d: the far kernels are the near ones", set->name, fam->nr, m);
         }
     }
 }
@@ -170,12 +177,13 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
     memcpy(b_copy, b, sizeof(float) * (size_t)eb);
 
     float *bpk = NULL;
-    if (v == VARIANT_PK) {
+    if (v == VARIANT_PK || v == VARIANT_PK_FAR) {
         bpk = malloc(sizeof(float) * (size_t)(k * nr + 16));
         for (int64_t i = 0; i < k * nr; i++)
             bpk[i] = NAN;
         vt_fill_sentinel(bpk + k * nr, 16);
-        fam->pk[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL, bpk);
+        (v == VARIANT_PK ? fam->pk : fam->pk_far)[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL,
+                                                         bpk);
         for (int64_t p = 0; p < k; p++)
             for (int64_t j = 0; j < nr; j++) {
                 const float want = j < n ? lb[p * n + j] : 0.0f;
@@ -186,7 +194,8 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
         cr_assert(vt_check_sentinel(bpk + k * nr, 16) < 0, "packed panel written past k * nr: %s", desc);
         free(bpk);
     } else {
-        fam->kern[v][m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL);
+        const vx_ukernel_fn *kern = v == VARIANT_BS_FAR ? fam->bs_far : fam->kern[v];
+        kern[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL);
     }
 
     cr_assert(memcmp(a, a_copy, sizeof(float) * (size_t)ea) == 0, "A modified: %s", desc);
@@ -275,15 +284,18 @@ static void in_place_b_reads_stop_at_n(vx_isa isa)
             const int ms[2] = {1, F->mr_max};
             for (int q = 0; q < 2; q++) {
                 const int m = ms[q];
-                F->kern[VX_UK_AS_BS][m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL);
-                F->pk[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL, bpk);
-                for (int64_t j = 0; j < n; j++) {
-                    double want = 0;
-                    for (int p = 0; p < K; p++)
-                        want += (double)a[(m - 1) * K + p] * (double)b[p * n + j];
-                    cr_assert_float_eq(c[(m - 1) * n + j], want, 1e-4, "%s nr=%d m=%d n=%lld col %lld: %g, want %g",
-                                       set->name, F->nr, m, (long long)n, (long long)j, (double)c[(m - 1) * n + j],
-                                       want);
+                for (int far = 0; far < 2; far++) {
+                    (far ? F->bs_far : F->kern[VX_UK_AS_BS])[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL);
+                    (far ? F->pk_far : F->pk)[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL, bpk);
+                    for (int64_t j = 0; j < n; j++) {
+                        double want = 0;
+                        for (int p = 0; p < K; p++)
+                            want += (double)a[(m - 1) * K + p] * (double)b[p * n + j];
+                        cr_assert_float_eq(c[(m - 1) * n + j], want, 1e-4,
+                                           "%s nr=%d m=%d n=%lld col %lld%s: %g, want %g", set->name, F->nr, m,
+                                           (long long)n, (long long)j, far ? " (far)" : "",
+                                           (double)c[(m - 1) * n + j], want);
+                    }
                 }
             }
         }
@@ -428,6 +440,8 @@ UK_TEST(apbp, VX_UK_AP_BP)
 UK_TEST(asbp, VX_UK_AS_BP)
 UK_TEST(asbs, VX_UK_AS_BS)
 UK_TEST(asbs_pk, VARIANT_PK)
+UK_TEST(asbs_far, VARIANT_BS_FAR)
+UK_TEST(asbs_pk_far, VARIANT_PK_FAR)
 
 /* ------------------------------------------------------------------ */
 /* dyn_gemm with the register tile forced                              */
@@ -498,6 +512,43 @@ static void forced_tile(vx_isa isa, vx_path path)
 VT_ISA_TEST(forced_tile, packed, TMO) { forced_tile(vt_isa, VX_PATH_PACKED); }
 VT_ISA_TEST(forced_tile, pack_b, TMO) { forced_tile(vt_isa, VX_PATH_PACK_B); }
 VT_ISA_TEST(forced_tile, direct, TMO) { forced_tile(vt_isa, VX_PATH_DIRECT); }
+
+/* B's rows a multiple of 4 KiB apart (ldb 1024, 2048, 3072 floats) fall in
+ * one L1 set each, and the direct path reads them with the kernels that
+ * fetch into L2 (gemm.c, b_rows_alias_in_l1); ldb 1000 and 2304 do not.
+ * Both through dyn_gemm, on one and two threads, one row tile and several
+ * (the packing kernels then run too), ragged n, beta = 0 over NaN and
+ * beta = 0.3, k over several k blocks. */
+VT_ISA_TEST(forced_tile, direct_b_rows_far_apart, TMO)
+{
+    static const int64_t ldbs[] = { 1024, 2048, 3072, 1000, 2304 };
+    static const int64_t ms[] = { 1, 7, 16, 61 };
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    const int f = set->nfamilies > 1 ? 1 : 0;
+    int idx = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        vx_set_num_threads(threads);
+        for (int l = 0; l < 5; l++)
+            for (int q = 0; q < 4; q++, idx++) {
+                vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_DIRECT, .nr = set->families[f].nr,
+                                                       .mr = set->families[f].mr_max, .kc = 48, .threads_m = 1,
+                                                       .threads_n = threads, .threads = threads });
+                const int64_t n = 3 * set->families[f].nr + 5;
+                vt_case c = vt_case_make(ms[q], n, 131);
+                c.ldb_pad = ldbs[l] - n;
+                c.seed = 4000u + (uint64_t)idx;
+                c.beta = idx % 2 ? 0.3f : 0.0f;
+                if (c.beta == 0.0f)
+                    c.cinit = VT_C_NAN;
+                char tag[128];
+                snprintf(tag, sizeof tag, "isa=%s forced direct, ldb=%lld, %d thread(s)", vt_isa_name(vt_isa),
+                         (long long)ldbs[l], threads);
+                c.tag = tag;
+                vt_check(&c);
+            }
+    }
+    vx_plan_set_override(NULL);
+}
 
 /* ------------------------------------------------------------------ */
 /* Tiny forced L1 blocks: many m/n/k blocks on small matrices          */

@@ -186,9 +186,11 @@ static void print_kernels(void)
         printf("%s (%d lanes, %d registers):", s->name, s->vec_floats, s->vec_registers);
         for (int f = 0; f < s->nfamilies; f++) {
             printf(" %dx%d", s->families[f].mr_max, s->families[f].nr);
-            n += s->families[f].mr_max * VX_UK_VARIANTS;
+            n += s->families[f].mr_max * (VX_UK_VARIANTS + 4);
         }
-        printf("  (%d kernels: every m <= mr, %d operand modes)\n", n, VX_UK_VARIANTS);
+        /* + 4: the segmented, the packing-on-read, and the two that fetch B into L2 (ukernel.h) */
+        printf("  (%d kernels: every m <= mr; %d operand modes, A in segments, B packed on read, "
+               "and two fetching far-apart B rows into L2)\n", n, VX_UK_VARIANTS);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
+#include "analyzer/hw.h"
 #include "status.h"
 
 enum { SLOT_WORK = 0, SLOT_VECTOR = 2 };
@@ -206,6 +207,36 @@ static int packs_on_read(const vx_gemm_plan *P, int64_t rows)
     return P->path == VX_PATH_DIRECT && rows > (PK_MIN_ROW_TILES - 1) * (int64_t)P->mr;
 }
 
+/* Whether B's rows, b_rs floats apart, fall in so few L1 sets that the
+ * rows the in-place kernels fetch ahead (16, gen_ukernels.py) evict each
+ * other and the rows in use: addresses way_bytes apart share a set, so
+ * such rows use way_bytes / gcd(stride, way_bytes) sets of `ways` lines
+ * each. Those calls take the kernels that fetch into L2 (ukernel.h,
+ * bs_far). Measured on AMD Zen 5 (48 KiB 12-way L1: 4 KiB per way), 2
+ * threads, B from L3, both kernels alternated in one process: rows a
+ * multiple of 4 KiB apart (12 rows held) ran 0.88-0.92x the time with
+ * the L2 kernels (16x3072x768 236 -> 207 us, 16x4096x1024, 5x3072x768,
+ * 32x4096x512 0.97x; 8x3072x768 0.99-1.05x); 2 and 6 KiB apart (24 rows)
+ * no different (0.99-1.02x); 3 and 9 KiB apart (48 rows) 1.07-1.08x
+ * slower (NOTES.md, fourteenth session). */
+enum { FAR_MIN_L1_ROWS = 24 };
+
+static int b_rows_alias_in_l1(int64_t b_rs)
+{
+    const vx_hw_info *hw = vx_hw();
+    if (hw->l1d_ways <= 0 || hw->line_bytes <= 0 || hw->l1d_bytes <= 0)
+        return 0;
+    const int64_t way_bytes = hw->l1d_bytes / hw->l1d_ways;
+    int64_t a = b_rs * (int64_t)sizeof(float), b = way_bytes;
+    while (b) {
+        const int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    const int64_t g = a > hw->line_bytes ? a : hw->line_bytes;
+    return (int64_t)hw->l1d_ways * (way_bytes / g) < FAR_MIN_L1_ROWS;
+}
+
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
  * K is blocked (the plan's kc) and is the outer loop: one k block of B's
@@ -227,6 +258,9 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const int on_read = !pack_b && packs_on_read(J->plan, m1 - m0);
     const int copy_edge = !pack_b && !on_read && copies_edge_panel(J->plan, g, m1 - m0);
     const vx_ukernel_fn *kern_bp = J->fam->kern[VX_UK_AS_BP];
+    const int far = b_rows_alias_in_l1(g->b_rs);
+    const vx_ukernel_fn *kern_bs = far ? J->fam->bs_far : J->fam->kern[VX_UK_AS_BS];
+    const vx_ukernel_pk_fn *kern_pk = far ? J->fam->pk_far : J->fam->pk;
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -239,7 +273,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
             int64_t i0 = m0;
             if (on_read) { /* the first row tile reads B in place and leaves its packed panel in bp */
                 const int64_t mm = min64(mr, m1 - i0);
-                J->fam->pk[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bin, g->b_rs,
+                kern_pk[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bin, g->b_rs,
                                    v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
                                    epilogue_at(g, v, last_k, i0, j0, &epb), bp);
                 i0 += mm;
@@ -247,7 +281,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
             const int copied = pack_b || on_read || (copy_edge && nn < nr);
             const float *bpan = copied ? bp : bin;
             const int64_t b_rs = copied ? nr : g->b_rs;
-            const vx_ukernel_fn *kern = copied ? kern_bp : J->fam->kern[VX_UK_AS_BS];
+            const vx_ukernel_fn *kern = copied ? kern_bp : kern_bs;
             if (copied && !on_read)
                 load_b(g, v, pc, kb, j0, nn, nr, bp);
             for (; i0 < m1; i0 += mr) {

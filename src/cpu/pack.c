@@ -1,4 +1,5 @@
 #include "cpu/pack.h"
+#include "cpu/isa.h"
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -68,6 +69,43 @@ static void transpose_block(const float *src, int64_t ld_src, int nj, float *dst
             _mm256_storeu_ps(t, r[p]);
             copy_lanes(dst + p * ld_dst, t, nj);
         }
+    }
+}
+
+/* dst[p*ld_dst + j] = src[j*ld_src + p] for j, p < 16: a whole 16 x 16
+ * block in AVX-512 registers, 64 shuffles for 256 floats where four 8 x 8
+ * AVX2 blocks take 96, and full-line loads and stores. Transposing a
+ * 512 x 4608 filter into 64-wide panels (an NHWC 3x3 convolution's B):
+ * 0.100 ns per float with 8 x 8 blocks on AMD Zen 5, 0.069 with these
+ * (0.080 and 0.062 with the filter in L2); NT GEMMs of 49-98 rows over
+ * such a filter ran 6 % faster. Building the lanes by masked 128-bit
+ * broadcast loads instead of the cross-lane shuffles ran slower (0.101). */
+__attribute__((target("avx512f")))
+static void transpose16_block(const float *src, int64_t ld_src, float *dst, int64_t ld_dst)
+{
+    __m512 r[16], t[16];
+    for (int j = 0; j < 16; j++)
+        r[j] = _mm512_loadu_ps(src + j * ld_src);
+    /* within each 128-bit lane: 4 x 4 blocks transposed (t[4g + c], lane L,
+     * holds column 4L + c of rows 4g..4g+3) */
+    for (int g = 0; g < 16; g += 4) {
+        const __m512 a = _mm512_unpacklo_ps(r[g], r[g + 1]), b = _mm512_unpackhi_ps(r[g], r[g + 1]);
+        const __m512 c = _mm512_unpacklo_ps(r[g + 2], r[g + 3]), d = _mm512_unpackhi_ps(r[g + 2], r[g + 3]);
+        t[g + 0] = _mm512_shuffle_ps(a, c, 0x44);
+        t[g + 1] = _mm512_shuffle_ps(a, c, 0xEE);
+        t[g + 2] = _mm512_shuffle_ps(b, d, 0x44);
+        t[g + 3] = _mm512_shuffle_ps(b, d, 0xEE);
+    }
+    /* across lanes: output row 4L + c takes lane L of t[c], t[4 + c],
+     * t[8 + c], t[12 + c] */
+    for (int c = 0; c < 4; c++) {
+        const __m512 s0 = _mm512_shuffle_f32x4(t[c], t[4 + c], 0x88), s1 = _mm512_shuffle_f32x4(t[c], t[4 + c], 0xDD);
+        const __m512 s2 = _mm512_shuffle_f32x4(t[8 + c], t[12 + c], 0x88);
+        const __m512 s3 = _mm512_shuffle_f32x4(t[8 + c], t[12 + c], 0xDD);
+        _mm512_storeu_ps(dst + (0 + c) * ld_dst, _mm512_shuffle_f32x4(s0, s2, 0x88));
+        _mm512_storeu_ps(dst + (4 + c) * ld_dst, _mm512_shuffle_f32x4(s1, s3, 0x88));
+        _mm512_storeu_ps(dst + (8 + c) * ld_dst, _mm512_shuffle_f32x4(s0, s2, 0xDD));
+        _mm512_storeu_ps(dst + (12 + c) * ld_dst, _mm512_shuffle_f32x4(s1, s3, 0xDD));
     }
 }
 
@@ -226,8 +264,19 @@ void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, i
                 for (int64_t p = 0; p < kb; p++)
                     memset(dst + p * nr + cols, 0, (size_t)(nr - cols) * sizeof(float));
             int64_t j = 0;
+            if (rs == 1 && vx_active_isa() == VX_ISA_AVX512) {
+                /* Transposed B (B[p][j] = b[j*cs + p]): 16 x 16 blocks */
+                for (; j + 16 <= cols; j += 16) {
+                    int64_t p = 0;
+                    for (; p + 16 <= kb; p += 16)
+                        transpose16_block(src + j * cs + p, cs, dst + p * nr + j, nr);
+                    for (; p < kb; p++)
+                        for (int64_t jj = j; jj < j + 16; jj++)
+                            dst[p * nr + jj] = src[jj * cs + p];
+                }
+            }
             if (rs == 1) {
-                /* Transposed B (B[p][j] = b[j*cs + p]): 8 x 8 blocks. */
+                /* Transposed B, the rest (AVX2): 8 x 8 blocks */
                 for (; j + 8 <= cols; j += 8) {
                     int64_t p = 0;
                     for (; p + 8 <= kb; p += 8)

@@ -70,6 +70,12 @@ typedef struct {
     const vx_ukernel_fn *kern[VX_UK_VARIANTS]; /* kern[v][m-1], m = 1..mr_max */
     const vx_ukernel_seg_fn *seg;          /* seg[m-1]: strided A in segments, packed B */
     const vx_ukernel_pk_fn *pk;            /* pk[m-1]: strided A and B, B's panel packed on the way */
+    /* kern[VX_UK_AS_BS] and pk again, fetching B's rows ahead into L2
+     * instead of L1: for a leading dimension whose rows fall in so few L1
+     * sets that the rows fetched ahead evict each other (gemm.c,
+     * b_rows_alias_in_l1) */
+    const vx_ukernel_fn *bs_far;
+    const vx_ukernel_pk_fn *pk_far;
 } vx_ukernel_family;
 
 typedef struct {
