@@ -242,6 +242,62 @@ VT_ISA_TEST(search, every_ranked_plan_is_correct, TMO)
     cr_assert(checked >= 20, "only %d plans checked", checked);
 }
 
+/* The dot form is ranked exactly where both operands run along k (A's
+ * rows unit-stride, B's not: B stored transposed) and m, n >= 2, once, with
+ * blocks the driver can run (k blocks of at most dot_kc in multiples of its
+ * lanes, row blocks of whole tiles); forced, it computes right. */
+VT_ISA_TEST(search, dot_plans_only_for_transposed_b, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M);
+    const vx_device_desc *d = &M->desc;
+    cr_assert(d->dot_mr >= 1 && d->dot_nr >= 1 && d->dot_vec >= 8 && d->dot_kc >= d->dot_vec &&
+                  d->dot_kc % d->dot_vec == 0 && d->dot_rate.p > 0,
+              "dot description: %dx%d lanes %d kc %lld rate %g", d->dot_mr, d->dot_nr, d->dot_vec,
+              (long long)d->dot_kc, (double)d->dot_rate.p);
+    static const int64_t shapes[][3] = { { 2, 2, 1 }, { 4, 3072, 768 }, { 16, 768, 3072 }, { 49, 512, 4608 },
+                                         { 1000, 7, 9000 }, { 1, 500, 64 }, { 300, 1, 64 } };
+    vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
+    cr_assert_not_null(all);
+    vx_set_num_threads(2);
+    for (int i = 0; i < 7; i++)
+        for (int strides = 0; strides < 4; strides++) {
+            const int b_unit = strides & 1, a_unit = strides >> 1;
+            vx_gemm_shape s = { shapes[i][0], shapes[i][1], shapes[i][2], b_unit, a_unit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+            const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
+            int dots = 0;
+            for (int r = 0; r < n && r < RANK_MAX; r++) {
+                const vx_gemm_plan *pl = &all[r].plan;
+                if (pl->path != VX_PATH_DOT)
+                    continue;
+                dots++;
+                cr_assert(pl->kc >= 1 && pl->kc <= s.k && (pl->kc % d->dot_vec == 0 || pl->kc == s.k) &&
+                              pl->kc <= d->dot_kc,
+                          "%lldx%lldx%lld: dot kc %lld", (long long)s.m, (long long)s.n, (long long)s.k,
+                          (long long)pl->kc);
+                cr_assert(pl->mc >= d->dot_mr && pl->mc % d->dot_mr == 0, "%lldx%lldx%lld: dot mc %lld",
+                          (long long)s.m, (long long)s.n, (long long)s.k, (long long)pl->mc);
+                cr_assert(pl->threads >= 1 && pl->threads <= 2, "dot threads %d", pl->threads);
+                cr_assert(pl->fallback != VX_PATH_DOT && pl->fallback != VX_PATH_GEMV && pl->fallback != VX_PATH_AUTO,
+                          "dot plan carries fallback %d", (int)pl->fallback);
+                if (s.m * s.n * s.k <= 4000000) {
+                    vx_plan_set_override(pl);
+                    vt_case c = vt_case_make(s.m, s.n, s.k);
+                    c.tb = VX_TRANS;
+                    c.beta = 0.3f;
+                    c.seed = 77u + (uint64_t)i;
+                    c.tag = "the ranked dot plan, forced";
+                    vt_check(&c);
+                    vx_plan_set_override(NULL);
+                }
+            }
+            const int want = a_unit && !b_unit && s.m >= 2 && s.n >= 2;
+            cr_assert_eq(dots, want, "%lldx%lldx%lld a_unit=%d b_unit=%d: %d dot plans ranked, want %d",
+                         (long long)s.m, (long long)s.n, (long long)s.k, a_unit, b_unit, dots, want);
+        }
+    free(all);
+}
+
 /* ------------------------------------------------------------------ */
 /* Plan cache                                                          */
 /* ------------------------------------------------------------------ */

@@ -69,10 +69,14 @@ Test(conv_paths, each_path_each_family, .timeout = TMO)
     const int isa = vx_active_isa();
     cr_assert(isa >= 0, "no usable ISA");
     const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
-    static const vx_path paths[] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DIRECT, VX_PATH_CONV_DIRECT };
-    static const char *names[] = { "packed", "pack_b", "direct", "conv_direct" };
+    /* dot: the pointwise NHWC shapes (A's rows and the KRSC filter's both
+     * along the channels) run the dot form with the bias and ReLU fused;
+     * the others fall back to the GEMM plan it carries */
+    static const vx_path paths[] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DIRECT, VX_PATH_CONV_DIRECT,
+                                     VX_PATH_DOT };
+    static const char *names[] = { "packed", "pack_b", "direct", "conv_direct", "dot" };
     char what[96];
-    for (int pi = 0; pi < 4; pi++)
+    for (int pi = 0; pi < 5; pi++)
         for (int f = 0; f < set->nfamilies; f++) {
             vx_gemm_plan ov;
             memset(&ov, 0, sizeof ov);

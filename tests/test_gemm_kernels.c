@@ -17,6 +17,7 @@
 #include "analyzer/plan.h"
 #include "analyzer/plancache.h"
 #include "cpu/gemv.h"
+#include "cpu/dot.h"
 #include "cpu/pack.h"
 #include "ref.h"
 #include "vt_isa.h"
@@ -32,6 +33,7 @@ static const char *path_name(vx_path p)
     case VX_PATH_DIRECT: return "direct";
     case VX_PATH_CONV_DIRECT: return "conv_direct";
     case VX_PATH_GEMV: return "gemv";
+    case VX_PATH_DOT: return "dot";
     }
     return "?";
 }
@@ -679,10 +681,13 @@ static void check_plan(vx_isa isa)
                                       p.path == VX_PATH_DIRECT ||
                                       (p.path == VX_PATH_GEMV &&
                                        (sh.m == 1 || sh.n == 1 ||
-                                        (sh.m <= VX_GEMV_ROWS_MAX && sh.b_unit_stride))),
+                                        (sh.m <= VX_GEMV_ROWS_MAX && sh.b_unit_stride))) ||
+                                      (p.path == VX_PATH_DOT && sh.a_unit_stride && !sh.b_unit_stride &&
+                                       sh.m >= 2 && sh.n >= 2),
                                   "path %d: %s", p.path, d);
-                        /* A GEMV plan carries the best GEMM plan to fall back on. */
-                        const vx_path gemm_path = p.path == VX_PATH_GEMV ? p.fallback : p.path;
+                        /* A GEMV or dot plan carries the best GEMM plan to fall back on. */
+                        const int carries = p.path == VX_PATH_GEMV || p.path == VX_PATH_DOT;
+                        const vx_path gemm_path = carries ? p.fallback : p.path;
                         cr_assert(gemm_path == VX_PATH_PACKED || gemm_path == VX_PATH_PACK_B ||
                                       gemm_path == VX_PATH_DIRECT,
                                   "fallback path %d: %s", gemm_path, d);
@@ -698,8 +703,10 @@ static void check_plan(vx_isa isa)
                         if (gemm_path == VX_PATH_PACKED)
                             cr_assert(p.mc > 0 && p.kc > 0 && p.nc > 0,
                                       "packed path without blocks: %s", d);
-                        cr_assert(p.mc >= 0 && p.mc % p.mr == 0, "mc %lld %% mr %d != 0: %s",
-                                  (long long)p.mc, p.mr, d);
+                        /* the dot plan's mc and kc are its own blocks (cpu/dot.h) */
+                        const int mr_blocks = p.path == VX_PATH_DOT ? vx_dot_kernels(isa)->mr : p.mr;
+                        cr_assert(p.mc >= 0 && p.mc % mr_blocks == 0, "mc %lld %% mr %d != 0: %s",
+                                  (long long)p.mc, mr_blocks, d);
                         cr_assert(p.nc >= 0 && p.nc % p.nr == 0, "nc %lld %% nr %d != 0: %s",
                                   (long long)p.nc, p.nr, d);
                         cr_assert(p.kc >= 0, "kc %lld: %s", (long long)p.kc, d);
@@ -819,4 +826,136 @@ Test(planner, override_applies)
     vx_gemm_plan q;
     vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &q);
     cr_assert(!(q.mr == 1 && q.mc == 3 && q.kc == 5), "override still applied after NULL");
+}
+
+/* ------------------------------------------------------------------ */
+/* The dot-form kernels (B stored transposed, cpu/dot.h)               */
+/* ------------------------------------------------------------------ */
+
+/* One dot kernel call on operands with NaN in every gap (a read past a row
+ * shows), C with sentinels around the tile, against a float64 reference;
+ * with ep, bias per row and per column and ReLU. */
+static void run_dot_kernel(vx_isa isa, int m, int n, int64_t k, float alpha, float beta, int with_ep, uint64_t seed)
+{
+    const vx_dot_set *D = vx_dot_kernels(isa);
+    char desc[200];
+    snprintf(desc, sizeof desc, "dot kernel %s m=%d n=%d k=%lld alpha=%g beta=%g ep=%d seed=%llu", vt_isa_name(isa),
+             m, n, (long long)k, (double)alpha, (double)beta, with_ep, (unsigned long long)seed);
+    vt_rng rng;
+    vt_rng_seed(&rng, seed);
+    const int64_t a_rs = k + 3, b_rs = k + 5, c_rs = n + 2;
+    const int64_t ea = (m - 1) * a_rs + k, eb = (n - 1) * b_rs + k, ec = m * c_rs + 11;
+    float *a = malloc(sizeof(float) * (size_t)ea), *b = malloc(sizeof(float) * (size_t)eb);
+    float *c = malloc(sizeof(float) * (size_t)ec), *c0 = malloc(sizeof(float) * (size_t)ec);
+    for (int64_t i = 0; i < ea; i++)
+        a[i] = (i % a_rs) < k ? vt_rng_float(&rng) : NAN;
+    for (int64_t i = 0; i < eb; i++)
+        b[i] = (i % b_rs) < k ? vt_rng_float(&rng) : NAN;
+    vt_fill_sentinel(c, ec);
+    static const float specials[3] = { NAN, INFINITY, -INFINITY };
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            c[i * c_rs + j] = beta == 0.0f ? specials[(i + j) % 3] : vt_rng_float(&rng);
+    memcpy(c0, c, sizeof(float) * (size_t)ec);
+    float bias_row[8], bias_col[8];
+    for (int i = 0; i < 8; i++) {
+        bias_row[i] = vt_rng_float(&rng);
+        bias_col[i] = vt_rng_float(&rng);
+    }
+    const vx_epilogue ep = { bias_row, bias_col, 1 };
+    D->fn[m - 1][n - 1](k, a, a_rs, b, b_rs, c, c_rs, alpha, beta, with_ep ? &ep : NULL);
+    for (int64_t pos = 0; pos < ec; pos++)
+        if (!(pos / c_rs < m && pos % c_rs < n))
+            cr_assert(memcmp(&c[pos], &c0[pos], sizeof(float)) == 0, "C written outside the tile at %lld: %s",
+                      (long long)pos, desc);
+    double *ref = malloc(sizeof(double) * (size_t)(m * n));
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t p = 0; p < k; p++)
+                acc += (double)a[i * a_rs + p] * (double)b[j * b_rs + p];
+            double r = (double)alpha * acc + (beta != 0.0f ? (double)beta * (double)c0[i * c_rs + j] : 0.0);
+            if (with_ep) {
+                r += (double)bias_row[i] + (double)bias_col[j];
+                r = r > 0 ? r : 0;
+            }
+            ref[i * n + j] = r;
+        }
+    const double err = vt_rel_err(c, c_rs, 1, ref, m, n);
+    cr_assert(err <= VT_TOL, "relative error %.3g: %s", err, desc);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            cr_assert(isfinite(c[i * c_rs + j]), "C[%d][%d] = %g not finite: %s", i, j, (double)c[i * c_rs + j], desc);
+    free(ref);
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+}
+
+static void all_dot_kernels(vx_isa isa)
+{
+    if (!vt_cpu_has(isa))
+        cr_skip_test("this CPU (%s) lacks %s: its kernels cannot run here", vx_hw()->cpu_model, vt_isa_name(isa));
+    const vx_dot_set *D = vx_dot_kernels(isa);
+    cr_assert(D && D->mr >= 1 && D->nr >= 1 && D->nr <= VX_DOT_NR_MAX && D->vec_floats >= 8, "%s: dot table",
+              vt_isa_name(isa));
+    cr_assert(D->mr * D->nr + D->mr + 1 <= (isa == VX_ISA_AVX512 ? 32 : 16), "%s: %dx%d dot tile needs %d registers",
+              vt_isa_name(isa), D->mr, D->nr, D->mr * D->nr + D->mr + 1);
+    /* k: one element, under a vector, a vector +/- 1, several with a tail */
+    const int64_t w = D->vec_floats;
+    const int64_t ks[] = { 1, 5, w - 1, w, w + 1, 2 * w + 3, 300 };
+    static const float betas[] = { 0.0f, 1.0f, 0.3f };
+    uint64_t seed = 901;
+    for (int m = 1; m <= D->mr; m++)
+        for (int n = 1; n <= D->nr; n++) {
+            cr_assert(D->fn[m - 1][n - 1] != NULL, "%s dot m=%d n=%d: NULL", vt_isa_name(isa), m, n);
+            for (int q = 0; q < 7; q++, seed++)
+                run_dot_kernel(isa, m, n, ks[q], q % 2 ? -0.5f : 1.0f, betas[(m + n + q) % 3], q == 3 || q == 6,
+                               seed);
+        }
+}
+
+Test(ukernel, dot_avx2, .timeout = TMO) { all_dot_kernels(VX_ISA_AVX2); }
+Test(ukernel, dot_avx512, .timeout = TMO) { all_dot_kernels(VX_ISA_AVX512); }
+
+/* dyn_gemm with the dot path forced: every layout x transpose (those whose
+ * canonical A and B^T do not both run along k fall back to the GEMM plan
+ * the dot plan carries), edge shapes around the tile, k blocks forced
+ * short (several k blocks: beta applies once, C accumulates the rest) and
+ * row blocks forced small, on one thread and two, beta = 0 over NaN. */
+VT_ISA_TEST(forced_tile, dot, TMO)
+{
+    const vx_dot_set *D = vx_dot_kernels(vt_isa);
+    const int64_t Ms[] = { 2, D->mr - 1, D->mr, D->mr + 1, 13, 49 };
+    const int64_t Ns[] = { 2, D->nr - 1, D->nr, D->nr + 1, 2 * D->nr + 1, 65 };
+    const int64_t Ks[] = { 1, 17, 300 };
+    int idx = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        vx_set_num_threads(threads);
+        for (int a = 0; a < 6; a++)
+            for (int b = 0; b < 6; b++, idx++) {
+                const int64_t kc = idx % 3 == 0 ? 0 : idx % 3 == 1 ? D->vec_floats : 100;
+                const int64_t mc = idx % 4 == 1 ? D->mr : idx % 4 == 2 ? 2 * D->mr : 0;
+                vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_DOT, .kc = kc, .mc = mc, .threads = threads });
+                vt_case c = vt_case_make(Ms[a], Ns[b], Ks[idx % 3]);
+                /* 1 (row-major NT) and 6 (column-major TN) take the dot form */
+                static const int combos[] = { 1, 6, 1, 0, 6, 2, 1, 3, 4, 5, 7 };
+                vt_combo(combos[idx % 11], &c.layout, &c.ta, &c.tb);
+                c.seed = 7000u + (uint64_t)idx;
+                c.beta = idx % 3 == 2 ? 0.3f : 0.0f;
+                c.alpha = idx % 2 ? -0.5f : 1.0f;
+                if (c.beta == 0.0f)
+                    c.cinit = VT_C_NAN;
+                c.lda_pad = idx % 5 == 1 ? 7 : 0;
+                c.ldb_pad = idx % 5 == 2 ? 9 : 0;
+                c.ldc_pad = idx % 5 == 3 ? 3 : 0;
+                char tag[160];
+                snprintf(tag, sizeof tag, "isa=%s forced dot kc=%lld mc=%lld, %d thread(s)", vt_isa_name(vt_isa),
+                         (long long)kc, (long long)mc, threads);
+                c.tag = tag;
+                vt_check(&c);
+            }
+    }
+    vx_plan_set_override(NULL);
 }

@@ -14,6 +14,7 @@
 #include "cpu/cpu_levels.h"
 #include "cpu/isa.h"
 #include "cpu/threadpool.h"
+#include "cpu/dot.h"
 #include "cpu/ukernel.h"
 #include "runtime.h"
 #include "vortex/vortex.h"
@@ -191,6 +192,9 @@ static void print_kernels(void)
         /* + 4: the segmented, the packing-on-read, and the two that fetch B into L2 (ukernel.h) */
         printf("  (%d kernels: every m <= mr; %d operand modes, A in segments, B packed on read, "
                "and two fetching far-apart B rows into L2)\n", n, VX_UK_VARIANTS);
+        const vx_dot_set *D = vx_dot_kernels((vx_isa)i);
+        printf("%s dot form (B stored transposed, %d lanes along k): %dx%d  (%d kernels: every m <= %d, n <= %d)\n",
+               s->name, D->vec_floats, D->mr, D->nr, D->mr * D->nr, D->mr, D->nr);
     }
 }
 

@@ -135,6 +135,47 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
            (compute > stream ? compute : stream);
 }
 
+void vx_dot_blocks(const vx_device_desc *d, int64_t m, int64_t k, int64_t *kb, int64_t *mc)
+{
+    const int64_t v = d->dot_vec > 0 ? d->dot_vec : 1, kmax = d->dot_kc >= v ? d->dot_kc / v * v : v;
+    const int64_t nkb = (k + kmax - 1) / kmax;
+    const int64_t even = (k + nkb - 1) / nkb;
+    *kb = (even + v - 1) / v * v;
+    if (*kb > k)
+        *kb = k;
+    if (*kb < 1)
+        *kb = 1;
+    const int64_t mr = d->dot_mr > 0 ? d->dot_mr : 1;
+    const int64_t fit = d->nmem > 1 ? d->mem[1].bytes / (d->elem_bytes * *kb) : m;
+    *mc = fit / mr * mr;
+    if (*mc < mr)
+        *mc = mr;
+    if (*mc > m)
+        *mc = (m + mr - 1) / mr * mr;
+}
+
+double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads)
+{
+    if (d->dot_mr < 1 || d->dot_nr < 1 || p->k < 1)
+        return INFINITY;
+    int64_t kb, mc;
+    vx_dot_blocks(d, p->m, p->k, &kb, &mc);
+    const int64_t col_tiles = (p->n + d->dot_nr - 1) / d->dot_nr;
+    const int t = threads < 1 ? 1 : threads > col_tiles ? (int)col_tiles : threads;
+    /* Each unit takes a run of column tiles and, per k block and row block,
+     * passes every row tile over each: one call per (tile, k block). */
+    const double tiles = (double)((col_tiles + t - 1) / t) * (double)((p->m + d->dot_mr - 1) / d->dot_mr);
+    const double nkb = (double)((p->k + kb - 1) / kb);
+    const double compute = tiles * nkb * d->dot_rate.o + tiles * (double)p->k * d->dot_rate.p;
+    /* B^T's rows stream once per row block from where B lives, each unit its
+     * share (the kernels walk them front to back: the prefetchers follow);
+     * A's block comes from the second level, under the FMAs. */
+    const double b_bytes = (double)d->elem_bytes * (double)p->n * (double)p->k;
+    const double blocks = (double)((p->m + mc - 1) / mc);
+    const double b_stream = blocks * (b_bytes / t) / bw_for(d, b_bytes / t, t);
+    return d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) + dmax(compute, b_stream);
+}
+
 /* ns per element copied into A's and B's buffers: the measured packing
  * rate, plus, for a gathered operand (a convolution's patches), the fixed
  * cost of starting each contiguous run it is gathered from. */

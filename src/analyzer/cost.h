@@ -37,6 +37,16 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
  * is no reuse to block for, so there are no candidates to search. */
 double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
 
+/* The dot-form plan (levels.h, dot_*) on `threads` units splitting C's
+ * columns; k blocks and row blocks as vx_dot_blocks gives them. */
+double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads);
+
+/* The dot form's blocking for a problem: k in nkb equal blocks of at most
+ * d->dot_kc (each a multiple of d->dot_vec but the last), rows in blocks of
+ * mc (a multiple of dot_mr) whose A block, mc x kb, takes at most half of
+ * the second memory level. The driver runs what this returns. */
+void vx_dot_blocks(const vx_device_desc *d, int64_t m, int64_t k, int64_t *kb, int64_t *mc);
+
 /* The fraction of the in-place streams the kernels wait for, from an
  * in-place probe: family fam's m-row tile took ns longer over a 2m x n x k
  * problem (n rounded down to whole tiles) on one unit with B from the last

@@ -112,6 +112,15 @@ typedef struct {
     double gemv_ns_per_flop;   /* ... their compute time per flop on one unit (they also
                                   wait for the matrix: the slower of the two counts) */
     double mode_ns[VX_LOAD_MODES]; /* what a load mode adds to it (set-up of its buffers) */
+    /* The dot-form tiles, for a B stored transposed (both operands read in
+     * place along k; cpu/dot.h on the CPU): dot_mr x dot_nr elements of C
+     * per call, k in blocks of at most dot_kc (a multiple of dot_vec, the
+     * lanes along k), a call over kb elements taking dot_rate.o +
+     * dot_rate.p * kb with its operands in the fastest level. dot_mr = 0:
+     * the backend has none. */
+    int dot_mr, dot_nr, dot_vec;
+    int64_t dot_kc;
+    vx_rate dot_rate;
 } vx_device_desc;
 
 /* Candidates, built once per device (candidates.c). */

@@ -12,6 +12,7 @@
 #include "analyzer/plancache.h"
 #include "analyzer/select.h"
 #include "cpu/cpu_levels.h"
+#include "cpu/dot.h"
 
 static vx_gemm_plan g_override;
 static atomic_int g_have_override;
@@ -138,6 +139,57 @@ static vx_priced_plan gemv_plan(const vx_cpu_model *M, const vx_problem *p, int 
     return r;
 }
 
+/* A plain GEMM whose A rows and B columns both run along k (row-major NT:
+ * B stored transposed, as a framework's [out, in] weights are): the dot
+ * form reads both in place, where the register tiles would copy B through
+ * transposes first. Two rows or more (one is the matrix-vector dot form). */
+static int dot_shape(const vx_gemm_shape *s, const vx_device_desc *d)
+{
+    return d->dot_mr > 0 && s->m >= 2 && s->n >= 2 && s->k >= 1 && s->a_unit_stride && !s->b_unit_stride &&
+           !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_run == 0 &&
+           s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+}
+
+/* The dot-form plan on the cheapest thread count; it carries base (the
+ * best GEMM plan) for the driver to fall back on, as gemv_plan does. */
+static vx_priced_plan dot_plan(const vx_cpu_model *M, const vx_problem *p, int max_threads,
+                               const vx_gemm_plan *base)
+{
+    vx_priced_plan r;
+    r.plan = *base;
+    r.plan.fallback = base->path;
+    r.plan.path = VX_PATH_DOT;
+    r.plan.conv_via_nhwc = 0;
+    vx_dot_blocks(&M->desc, p->m, p->k, &r.plan.kc, &r.plan.mc); /* nc stays the base plan's */
+    r.plan.threads = 1;
+    r.predicted_ns = vx_cost_dot(&M->desc, p, 1);
+    for (int t = 2; t <= max_threads; t++) {
+        const double ns = vx_cost_dot(&M->desc, p, t);
+        if (ns < r.predicted_ns) {
+            r.predicted_ns = ns;
+            r.plan.threads = t;
+        }
+    }
+    r.plan.threads_m = 1;
+    r.plan.threads_n = r.plan.threads;
+    return r;
+}
+
+/* Rank v in among the kept plans out[0..kept) (sorted by price), at most
+ * max kept; returns the new count. */
+static int rank_in(vx_priced_plan *out, int kept, int max, const vx_priced_plan *v)
+{
+    int at = 0;
+    while (at < kept && out[at].predicted_ns <= v->predicted_ns)
+        at++;
+    if (at >= max)
+        return kept;
+    for (int j = (kept < max ? kept : max - 1); j > at; j--)
+        out[j] = out[j - 1];
+    out[at] = *v;
+    return kept < max ? kept + 1 : max;
+}
+
 int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_plan *out, int max)
 {
     const vx_cpu_model *M = vx_cpu_model_get(isa);
@@ -155,8 +207,14 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
             return fallback(s, isa, out);
         plan_of(M, s, isa, &ch, &out[0].plan);
         out[0].predicted_ns = ch.ns;
+        const vx_gemm_plan base = out[0].plan;
         if (gemv_shape(s, &M->desc)) {
-            const vx_priced_plan v = gemv_plan(M, &p, max_threads, &out[0].plan);
+            const vx_priced_plan v = gemv_plan(M, &p, max_threads, &base);
+            if (v.predicted_ns < out[0].predicted_ns)
+                out[0] = v;
+        }
+        if (dot_shape(s, &M->desc)) {
+            const vx_priced_plan v = dot_plan(M, &p, max_threads, &base);
             if (v.predicted_ns < out[0].predicted_ns)
                 out[0] = v;
         }
@@ -187,18 +245,18 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
         distinct++;
     }
     free(ch);
-    if (distinct > 0 && gemv_shape(s, &M->desc)) { /* ranked in among the GEMM plans */
-        const vx_priced_plan v = gemv_plan(M, &p, max_threads, &out[0].plan);
-        int at = 0;
-        const int kept = distinct < max ? distinct : max;
-        while (at < kept && out[at].predicted_ns <= v.predicted_ns)
-            at++;
-        if (at < max) {
-            for (int j = (kept < max ? kept : max - 1); j > at; j--)
-                out[j] = out[j - 1];
-            out[at] = v;
+    if (distinct > 0) { /* the matrix-vector and dot-form plans ranked in among the GEMM plans */
+        const vx_gemm_plan base = out[0].plan;
+        if (gemv_shape(s, &M->desc)) {
+            const vx_priced_plan v = gemv_plan(M, &p, max_threads, &base);
+            rank_in(out, distinct < max ? distinct : max, max, &v);
+            distinct++;
         }
-        distinct++;
+        if (dot_shape(s, &M->desc)) {
+            const vx_priced_plan v = dot_plan(M, &p, max_threads, &base);
+            rank_in(out, distinct < max ? distinct : max, max, &v);
+            distinct++;
+        }
     }
     return distinct > 0 ? distinct : fallback(s, isa, out);
 }
@@ -320,9 +378,15 @@ void vx_plan_set_override(const vx_gemm_plan *o)
 
 void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
 {
-    static const char *paths[] = { "auto", "packed", "pack_b", "direct", "conv_direct", "gemv", "?", "?" };
+    static const char *paths[] = { "auto", "packed", "pack_b", "direct", "conv_direct", "gemv", "dot", "?" };
     if (p->path == VX_PATH_GEMV) {
         snprintf(buf, (size_t)len, "gemv %s threads=%d", vx_ukernels(p->isa)->name, p->threads);
+        return;
+    }
+    if (p->path == VX_PATH_DOT) {
+        const vx_dot_set *D = vx_dot_kernels(p->isa);
+        snprintf(buf, (size_t)len, "dot %s %dx%d kc=%lld mc=%lld threads=%d", vx_ukernels(p->isa)->name, D->mr,
+                 D->nr, (long long)p->kc, (long long)p->mc, p->threads);
         return;
     }
     if (p->path == VX_PATH_CONV_DIRECT) {

@@ -13,7 +13,9 @@ typedef enum {
     VX_PATH_PACK_B = 2,   /* A in place, B packed per nr panel (no blocking) */
     VX_PATH_DIRECT = 3,   /* A and B in place (needs unit-stride B rows) */
     VX_PATH_CONV_DIRECT = 4, /* convolution only: the direct (depthwise) kernel family */
-    VX_PATH_GEMV = 5      /* m == 1 or n == 1: the matrix streamed once (cpu/gemv.h) */
+    VX_PATH_GEMV = 5,     /* m == 1 or n == 1: the matrix streamed once (cpu/gemv.h) */
+    VX_PATH_DOT = 6       /* B stored transposed: both operands read in place along k by
+                             the dot-form tiles (cpu/dot.h); kc and mc are its blocks */
 } vx_path;
 
 /* The shape the planner sees (after the API has canonicalised the call so
@@ -42,7 +44,7 @@ typedef struct {
     int64_t mc, kc, nc;   /* L1 block: mc % mr == 0, nc % nr == 0 */
     int threads_m, threads_n; /* L2 grid of cells over C */
     int threads;          /* threads that share the cells (<= cells) */
-    vx_path fallback;     /* VX_PATH_GEMV only: the best GEMM path, whose tile and
+    vx_path fallback;     /* VX_PATH_GEMV and _DOT: the best GEMM path, whose tile and
                              blocks the fields above hold, for a problem the
                              matrix-vector kernels cannot take (odd strides) */
     int conv_via_nhwc;    /* convolution only: an NCHW call run by the NHWC plan the

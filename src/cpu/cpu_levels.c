@@ -1,4 +1,5 @@
 #include "cpu/cpu_levels.h"
+#include "cpu/dot.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -77,6 +78,42 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * clocks) reads 47 (NOTES.md): priced at half that rate. */
     d->gemv_rows_max = vx_gemv_kernels_for(set->isa)->rows_max;
     d->gemv_ns_per_flop = best_flops_per_ns > 0 ? 1.0 / (0.5 * best_flops_per_ns) : 0.05;
+    /* The dot-form tile (cpu/dot.h) holds dot_mr * dot_nr accumulators,
+     * each fed one FMA per vector of k, as a GEMM tile with as many
+     * accumulator vectors is fed one per k step: priced at the measured
+     * packed rate of such a tile (m rows x nr/lanes vectors), per vector of
+     * k, plus its call cost once more for the lane reductions (an
+     * estimate: on AMD Zen 5 the 4 x 6 dot tile ran 245-253 GFLOP/s a core
+     * in L1 at k = 512-768 where the 6 x 64 tile ran 266, ~8 ns a call
+     * more; NOTES.md, fourteenth session). Its k blocks keep the tile's
+     * rows, (mr + nr) x kc, in three quarters of L1. */
+    {
+        const vx_dot_set *D = vx_dot_kernels(set->isa);
+        const int acc = D->mr * D->nr;
+        double p_best = 0, o_best = 0;
+        for (int f = 0; f < d->nfamilies; f++) {
+            const int V = d->fam[f].n / set->vec_floats;
+            if (V < 1 || acc % V != 0 || acc / V > d->fam[f].m_max)
+                continue;
+            const vx_rate r = d->fam[f].rate[VX_LOAD_COPY_AB][acc / V - 1];
+            if (r.p > 0 && (p_best == 0 || r.p < p_best)) {
+                p_best = r.p;
+                o_best = r.o;
+            }
+        }
+        if (p_best == 0 && best_flops_per_ns > 0) { /* no tile with as many accumulators */
+            p_best = 2.0 * acc * set->vec_floats / best_flops_per_ns;
+            o_best = 10.0;
+        }
+        d->dot_mr = D->mr;
+        d->dot_nr = D->nr;
+        d->dot_vec = D->vec_floats;
+        d->dot_kc = (hw->l1d_bytes * 3 / 4) / ((int64_t)(D->mr + D->nr) * (int64_t)sizeof(float)) / D->vec_floats *
+                    D->vec_floats;
+        if (d->dot_kc < D->vec_floats)
+            d->dot_kc = D->vec_floats;
+        d->dot_rate = (vx_rate){ (float)(2.0 * o_best), (float)(p_best / D->vec_floats) };
+    }
     d->reg_limit = set->vec_registers;
     d->acc_min = ACCUMULATORS_MIN;
     d->keep_per_family = 3;

@@ -2,6 +2,7 @@
 
 #include <stdatomic.h>
 
+#include "cpu/dot.h"
 #include "cpu/gemv.h"
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
@@ -564,19 +565,98 @@ static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_
     return VX_OK;
 }
 
+/* ---- the dot-form path (B stored transposed) ------------------------------ */
+
+/* A plain GEMM both of whose operands run along k (cpu/dot.h): A's rows
+ * (a_cs == 1) and B's columns (b_rs == 1). Each unit takes a run of C's
+ * column tiles; per k block and row block it passes every row tile over
+ * each column tile, whose B^T rows then stay in L1 for the row tiles
+ * after the first. */
+typedef struct {
+    const vx_gemm_args *g;
+    const vx_dot_set *D;
+    int64_t kb, mc, col_tiles;
+} dot_job;
+
+static void dot_task(void *ctx, int tid, int nthreads)
+{
+    const dot_job *J = ctx;
+    const vx_gemm_args *g = J->g;
+    const int mr = J->D->mr, nr = J->D->nr;
+    vx_epilogue epb;
+    /* the pool may run fewer threads than asked (busy with another call):
+     * the share follows the count it ran */
+    const int64_t t0 = J->col_tiles * tid / nthreads, t1 = J->col_tiles * (tid + 1) / nthreads;
+    for (int64_t item = 0; item < items_of(g); item++) {
+        const item_view v = view_of(g, item);
+        for (int64_t pc = 0; pc < g->k; pc += J->kb) {
+            const int64_t kb = min64(J->kb, g->k - pc);
+            const float beta = pc == 0 ? g->beta : 1.0f;
+            const int last_k = pc + kb >= g->k;
+            for (int64_t ic = 0; ic < g->m; ic += J->mc) {
+                const int64_t i_end = min64(ic + J->mc, g->m);
+                for (int64_t t = t0; t < t1; t++) {
+                    const int64_t j0 = t * nr;
+                    const int n = (int)min64(nr, g->n - j0);
+                    const float *bt = v.b + j0 * g->b_cs + pc;
+                    for (int64_t i0 = ic; i0 < i_end; i0 += mr) {
+                        const int m = (int)min64(mr, i_end - i0);
+                        J->D->fn[m - 1][n - 1](kb, v.a + i0 * g->a_rs + pc, g->a_rs, bt, g->b_cs,
+                                               v.c + i0 * g->c_rs + j0, g->c_rs, g->alpha, beta,
+                                               epilogue_at(g, &v, last_k, i0, j0, &epb));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Whether the call's operands take the dot form: A's rows and B's columns
+ * along k, in place (no gathered operand). */
+static int dot_form(const vx_gemm_args *g)
+{
+    return g->a_cs == 1 && g->b_rs == 1 && g->k >= 1 && !ext_of(g)->gather_a && !ext_of(g)->gather_b;
+}
+
+static vx_status run_dot(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used)
+{
+    dot_job J;
+    J.g = g;
+    J.D = vx_dot_kernels(plan->isa);
+    J.kb = plan->kc >= 1 ? min64(plan->kc, g->k) : g->k;
+    J.mc = plan->mc >= J.D->mr ? plan->mc / J.D->mr * J.D->mr : g->m;
+    J.col_tiles = (g->n + J.D->nr - 1) / J.D->nr;
+    const int threads = plan->threads < 1 ? 1 : plan->threads;
+    const int units = J.col_tiles < threads ? (int)J.col_tiles : threads;
+    const int used = units > 1 ? vx_pool_run(dot_task, &J, units) : (dot_task(&J, 0, 1), 1);
+    if (threads_used)
+        *threads_used = used;
+    return VX_OK;
+}
+
 vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *threads_used)
 {
     vx_gemm_plan fixed;
     const vx_gemm_plan *plan = plan_in;
+    if (plan->path == VX_PATH_DOT && dot_form(g))
+        return run_dot(g, plan, threads_used);
     if (plan->path == VX_PATH_GEMV) {
         gemv_job V; /* every field is set by gemv_form and run_gemv (zeroing it cost a `rep stos`) */
         V.g = g;
         if (gemv_form(g, &V, vx_gemv_kernels_for(plan->isa)))
             return run_gemv(g, plan, &V, threads_used);
-        /* Strides neither form takes: the GEMM plan the GEMV one carries. */
+    }
+    if (plan->path == VX_PATH_GEMV || plan->path == VX_PATH_DOT) {
+        /* Strides neither form takes: the GEMM plan the GEMV or dot one carries. */
         fixed = *plan;
-        fixed.path = plan->fallback != VX_PATH_AUTO && plan->fallback != VX_PATH_GEMV ? plan->fallback
-                                                                                      : VX_PATH_PACKED;
+        fixed.path = plan->fallback != VX_PATH_AUTO && plan->fallback != VX_PATH_GEMV &&
+                             plan->fallback != VX_PATH_DOT
+                         ? plan->fallback
+                         : VX_PATH_PACKED;
+        if (plan->path == VX_PATH_DOT) { /* its kc and mc were the dot blocks */
+            fixed.mc = fixed.mr * 16;
+            fixed.nc = fixed.nr * 16;
+        }
         if (fixed.path == VX_PATH_PACKED && (fixed.mc < fixed.mr || fixed.nc < fixed.nr)) {
             fixed.mc = fixed.mr * 16;
             fixed.nc = fixed.nr * 16;
