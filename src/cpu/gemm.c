@@ -224,6 +224,11 @@ enum { FAR_MIN_L1_ROWS = 24 };
 
 static int b_rows_alias_in_l1(int64_t b_rs)
 {
+    /* rows 1 KiB apart or closer use at least 32 sets of any L1 of 32 KiB
+     * or more: not far; and the small calls, which have such rows, skip
+     * the division below */
+    if (b_rs <= 256)
+        return 0;
     const vx_hw_info *hw = vx_hw();
     if (hw->l1d_ways <= 0 || hw->line_bytes <= 0 || hw->l1d_bytes <= 0)
         return 0;
