@@ -90,23 +90,26 @@ Test(conv_paths, each_path_each_family, .timeout = TMO)
 
 Test(conv_paths, blocks_and_grids, .timeout = TMO)
 {
-    /* short k blocks cut the taps' channels; grids split pixels and panels */
+    /* short k blocks cut the taps' channels; grids split pixels and panels
+     * (the dot form splits output channels over ov.threads) */
     static const int kcs[] = { 8, 24 };
     static const int grids[][2] = { { 2, 1 }, { 1, 2 }, { 2, 2 } };
+    static const vx_path paths[] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DOT };
+    static const char *names[] = { "packed", "pack_b", "dot" };
     char what[96];
-    for (int pi = 0; pi < 2; pi++)
+    for (int pi = 0; pi < 3; pi++)
         for (int q = 0; q < 2; q++)
             for (int g = 0; g < 3; g++) {
                 vx_gemm_plan ov;
                 memset(&ov, 0, sizeof ov);
-                ov.path = pi ? VX_PATH_PACK_B : VX_PATH_PACKED;
+                ov.path = paths[pi];
                 ov.kc = kcs[q];
                 ov.mc = 24;
                 ov.nc = 32;
                 ov.threads_m = grids[g][0];
                 ov.threads_n = grids[g][1];
                 ov.threads = 2;
-                snprintf(what, sizeof what, "forced %s kc=%d grid=%dx%d", pi ? "pack_b" : "packed", kcs[q],
+                snprintf(what, sizeof what, "forced %s kc=%d grid=%dx%d", names[pi], kcs[q],
                          grids[g][0], grids[g][1]);
                 run_forced(&ov, what);
             }

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "analyzer/cost.h"
 #include "analyzer/plancache.h"
 #include "cpu/cpu_levels.h"
 
@@ -186,6 +187,39 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
         pp.plan.threads = t;
         pp.predicted_ns = call + region + one * (double)cdiv(v.items, t);
         insert(out, &n, max, &pp);
+    }
+
+    /* NHWC, one group, in the dot form (conv_dot.c): each thread gathers
+     * the patches of a k block row-major (zeros in the padding, computed
+     * like the rest) and reads the KRSC filter in place, which the
+     * register tiles copy through transposes on every call. Few pixels
+     * only, as for GEMMs (plan.c, dot_shape). */
+    if (d && d->dot_mr > 0 && p->layout == VX_NHWC && !v.pointwise && p->groups == 1 && v.m >= 2 && v.n >= 2 &&
+        v.m <= (int64_t)VX_DOT_MAX_ROW_TILES * d->dot_mr) {
+        vx_problem q;
+        memset(&q, 0, sizeof q);
+        q.m = v.m;
+        q.n = v.n;
+        q.k = v.k;
+        q.units_warm = pool_warm != 0;
+        const double run = v.shape.a_run > 0 ? (double)v.shape.a_run : (double)v.cg;
+        const double gather = (double)v.m * (double)v.k * (d->copy_ns[1][0] + d->gather_run_ns / run);
+        vx_priced_plan dp;
+        vx_gemm_rank(&v.shape, isa, max_threads, &dp, 1); /* its tile fields, for the plan's description */
+        dp.plan.path = VX_PATH_DOT;
+        dp.plan.conv_via_nhwc = 0;
+        vx_dot_blocks(d, v.m, v.k, &dp.plan.kc, &dp.plan.mc);
+        dp.predicted_ns = -1;
+        for (int t = 1; t <= max_threads; t++) {
+            const double ns = vx_cost_dot(d, &q, t) + gather;
+            if (dp.predicted_ns < 0 || ns < dp.predicted_ns) {
+                dp.predicted_ns = ns;
+                dp.plan.threads = t;
+            }
+        }
+        dp.plan.threads_m = 1;
+        dp.plan.threads_n = dp.plan.threads;
+        insert(out, &n, max, &dp);
     }
 
     /* NCHW run as NHWC: the input and filter transposed to NHWC and KRSC,

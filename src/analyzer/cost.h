@@ -37,6 +37,9 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
  * is no reuse to block for, so there are no candidates to search. */
 double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
 
+/* The dot form is offered up to this many row tiles (plan.c, dot_shape). */
+enum { VX_DOT_MAX_ROW_TILES = 48 };
+
 /* The dot-form plan (levels.h, dot_*) on `threads` units splitting C's
  * columns; k blocks and row blocks as vx_dot_blocks gives them. */
 double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads);

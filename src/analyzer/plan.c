@@ -143,18 +143,16 @@ static vx_priced_plan gemv_plan(const vx_cpu_model *M, const vx_problem *p, int 
  * B stored transposed, as a framework's [out, in] weights are): the dot
  * form reads both in place, where the register tiles would copy B through
  * transposes first. Two rows or more (one is the matrix-vector dot form),
- * and at most DOT_MAX_ROW_TILES row tiles: with many rows the register
+ * and at most VX_DOT_MAX_ROW_TILES row tiles: with many rows the register
  * tiles' one-time copy of B is spread thin and their loops beat the dot
  * form's (a load per 2.4 FMAs and the lane reductions), which the model
  * does not see: 6272x256x512 was priced 3.7 ms on the dot form, which ran
  * 3.6-3.9, against 3.2 for pack_b; 512x256x512 357 us against 275; from
  * 128x3072x768 down the dot form ran as fast or faster (AMD Zen 5, 2
  * threads; NOTES.md, fourteenth session). */
-enum { DOT_MAX_ROW_TILES = 48 };
-
 static int dot_shape(const vx_gemm_shape *s, const vx_device_desc *d)
 {
-    return d->dot_mr > 0 && s->m >= 2 && s->m <= (int64_t)DOT_MAX_ROW_TILES * d->dot_mr && s->n >= 2 && s->k >= 1 &&
+    return d->dot_mr > 0 && s->m >= 2 && s->m <= (int64_t)VX_DOT_MAX_ROW_TILES * d->dot_mr && s->n >= 2 && s->k >= 1 &&
            s->a_unit_stride && !s->b_unit_stride &&
            !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_run == 0 &&
            s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);

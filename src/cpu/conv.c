@@ -82,6 +82,8 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
         return conv_via_nhwc(p, v, plan, in, filter, bias, out, threads_used);
     if (plan->path == VX_PATH_CONV_DIRECT)
         return vx_cpu_conv_direct(p, v, plan, in, filter, bias, out, threads_used);
+    if (p->layout == VX_NHWC && !v->pointwise && p->groups == 1 && plan->path == VX_PATH_DOT)
+        return vx_cpu_conv_nhwc_dot(p, v, plan, in, filter, bias, out, threads_used);
     if (p->layout == VX_NHWC && !v->pointwise && plan->path != VX_PATH_PACKED)
         return vx_cpu_conv_nhwc_inplace(p, v, plan, in, filter, bias, out, threads_used);
     const int64_t red = v->k, pq = v->p * v->q;

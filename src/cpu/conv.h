@@ -29,6 +29,13 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
                                    const float *in, const float *filter, const float *bias, float *out,
                                    int *threads_used);
 
+/* NHWC, one group, not pointwise, in the dot form (plan->path ==
+ * VX_PATH_DOT): patches gathered row-major per k block, the filter read in
+ * place; plan->kc is the k block, plan->threads the threads. conv_dot.c. */
+vx_status vx_cpu_conv_nhwc_dot(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
+                               const float *in, const float *filter, const float *bias, float *out,
+                               int *threads_used);
+
 /* The direct family (plan->path == VX_PATH_CONV_DIRECT, depthwise only). */
 vx_status vx_cpu_conv_direct(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
                              const float *in, const float *filter, const float *bias, float *out,

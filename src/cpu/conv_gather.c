@@ -98,7 +98,14 @@ static void pack_nhwc(const vx_gather *self, int64_t item, int64_t r0, int64_t r
                     src[i] = edge[i];
                 }
             }
-            vx_pack_rows_t(src, nrow, len, dst + done * nrow, nrow);
+            if (mr == 1) { /* row-major patches (the dot form's A): plain copies */
+                if (src[0])
+                    copy_run(dst + done, src[0], len);
+                else
+                    zero_run(dst + done, len);
+            } else {
+                vx_pack_rows_t(src, nrow, len, dst + done * nrow, nrow);
+            }
             done += len;
             off += len;
             if (off == span) {
