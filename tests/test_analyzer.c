@@ -506,9 +506,9 @@ VT_ISA_TEST(cost, packed_extra_scales_the_copies_and_calibrates, TMO)
 }
 
 /* Cells side by side share the line under their boundary when it is not a
- * line boundary: a 1x2 grid over 19200x108x20 pays one transfer per row
- * (per k block), a 2x1 grid and a 1x2 grid over 19200x128x20 (64-float
- * cells, 512-byte rows) nothing. */
+ * line boundary: a 1x2 grid over 19200x108x20 pays up to one transfer per
+ * row (per k block), less the row's own work; a 2x1 grid and a 1x2 grid
+ * over 19200x128x20 (64-float cells, 512-byte rows) nothing. */
 VT_ISA_TEST(cost, cells_side_by_side_pay_for_shared_lines, TMO)
 {
     vx_device_desc d;
@@ -527,9 +527,16 @@ VT_ISA_TEST(cost, cells_side_by_side_pay_for_shared_lines, TMO)
     d.line_share_ns = 100;
     const vx_problem odd = {.m = 19200, .n = 2 * n0 - 3, .k = 20, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const vx_problem even = {.m = 19200, .n = 2 * n0, .k = 20, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    /* a transfer stalls only for what the row's own work does not cover
+     * (cost.c, price_cell): 19200 short rows pay most of one per row, at
+     * most all of it; rows of long work (8 panels a cell, k = 512) pay none */
     const double shared = vx_cost_price(&d, &c, &odd, l1, g12) - vx_cost_price(&none, &c, &odd, l1, g12);
-    cr_assert_float_eq(shared, 100.0 * 19200, 1.0, "19200 rows x %d, 1x2: %g ns for the shared lines, want %g",
-                       (int)odd.n, shared, 100.0 * 19200);
+    cr_assert(shared > 0.3 * 100.0 * 19200 && shared <= 100.0 * 19200 + 1.0,
+              "19200 rows x %d, 1x2: %g ns for the shared lines, want (0.3 .. 1] x %g", (int)odd.n, shared,
+              100.0 * 19200);
+    const vx_problem long_rows = {.m = 19200, .n = 16 * n0 - 3, .k = 512, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    cr_assert_float_eq(vx_cost_price(&d, &c, &long_rows, l1, g12), vx_cost_price(&none, &c, &long_rows, l1, g12), 1e-6,
+                       "rows of long work hide the transfers");
     cr_assert_float_eq(vx_cost_price(&d, &c, &odd, l1, g21), vx_cost_price(&none, &c, &odd, l1, g21), 1e-6,
                        "a 2x1 grid shares no column boundary");
     if ((n0 * d.elem_bytes) % 64 == 0)

@@ -555,7 +555,16 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const int64_t e = d->elem_bytes;
     if (x->tn < 2 || ((x->n_c * e) % line == 0 && (p->n * e) % line == 0))
         return body;
-    return body + d->line_share_ns * (double)x->m_c * (double)KB;
+    /* A transfer stalls a unit only where its work on one row of the cell
+     * (per k block) is shorter than the transfer: longer, the line has
+     * moved before the neighbour stores to it again, under the FMAs.
+     * Charged whole, it put 32x2077x531, 8x2275x27 and 15x923x42 on 2 x 1
+     * grids that ran 1.25-1.5x the time of the 1 x 2 ones (oracle, AMD
+     * Zen 5, the transfer measured at 246 ns; NOTES.md, fourteenth
+     * session), while 19200x108x20 (13 ns of work a row) keeps it. */
+    const double rows = (double)x->m_c * (double)KB;
+    const double stall = d->line_share_ns - body / rows;
+    return stall > 0 ? body + stall * rows : body;
 }
 
 /* The load modes this problem's operands allow. */
