@@ -99,6 +99,14 @@ static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
         p->nc = n_up;
 }
 
+/* Plain matrices: none of a convolution's gathered operands, tap segments,
+ * pixel rows or padded fractions of k. */
+static int plain_shape(const vx_gemm_shape *s)
+{
+    return !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_run == 0 && s->b_run == 0 &&
+           !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+}
+
 /* A matrix-vector product, or a few of them sharing B, on plain matrices
  * (a convolution's gathered or in-place patches keep the GEMM paths). The
  * few-row form (m <= the kernels' rows, B's rows unit-stride) only for a B
@@ -114,8 +122,7 @@ static int gemv_shape(const vx_gemm_shape *s, const vx_device_desc *d)
 {
     const int few_rows = s->m >= 2 && s->m <= d->gemv_rows_max && s->n >= GEMV_ROWS_MIN_N && s->b_unit_stride &&
                          d->nmem > 2 && (double)s->k * (double)s->n * d->elem_bytes > (double)d->mem[1].bytes;
-    return (s->m == 1 || s->n == 1 || few_rows) && !s->a_gathered && !s->b_gathered && s->a_seg == 0 &&
-           s->a_row == 0 && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+    return (s->m == 1 || s->n == 1 || few_rows) && plain_shape(s);
 }
 
 /* The matrix-vector plan on the cheaper of one unit and all of them. It
@@ -153,9 +160,7 @@ static vx_priced_plan gemv_plan(const vx_cpu_model *M, const vx_problem *p, int 
 static int dot_shape(const vx_gemm_shape *s, const vx_device_desc *d)
 {
     return d->dot_mr > 0 && s->m >= 2 && s->m <= (int64_t)VX_DOT_MAX_ROW_TILES * d->dot_mr && s->n >= 2 && s->k >= 1 &&
-           s->a_unit_stride && !s->b_unit_stride &&
-           !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_run == 0 &&
-           s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+           s->a_unit_stride && !s->b_unit_stride && plain_shape(s);
 }
 
 /* The dot-form plan on the cheapest thread count; it carries base (the
