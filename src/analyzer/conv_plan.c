@@ -174,6 +174,7 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
     /* Each item split over all the threads, the items one after another in
      * one parallel region: the call and the region are paid once. */
     vx_gemm_rank(&v.shape, isa, max_threads, &pp, 1);
+    const vx_gemm_plan gemm_best = pp.plan;
     const double fixed = call + (pp.plan.threads > 1 ? region : 0.0);
     const double per_item = pp.predicted_ns > fixed ? pp.predicted_ns - fixed : 0.0;
     pp.predicted_ns = fixed + per_item * (double)v.items;
@@ -194,8 +195,7 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
      * like the rest) and reads the KRSC filter in place, which the
      * register tiles copy through transposes on every call. Few pixels
      * only, as for GEMMs (plan.c, dot_shape). */
-    if (d && d->dot_mr > 0 && p->layout == VX_NHWC && !v.pointwise && p->groups == 1 && v.m >= 2 && v.n >= 2 &&
-        v.m <= (int64_t)VX_DOT_MAX_ROW_TILES * d->dot_mr) {
+    if (d && p->layout == VX_NHWC && !v.pointwise && p->groups == 1 && vx_dot_takes(d, v.m, v.n)) {
         vx_problem q;
         memset(&q, 0, sizeof q);
         q.m = v.m;
@@ -205,18 +205,11 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
         const double run = v.shape.a_run > 0 ? (double)v.shape.a_run : (double)v.cg;
         const double gather = (double)v.m * (double)v.k * (d->copy_ns[1][0] + d->gather_run_ns / run);
         vx_priced_plan dp;
-        vx_gemm_rank(&v.shape, isa, max_threads, &dp, 1); /* its tile fields, for the plan's description */
+        dp.plan = gemm_best; /* its tile fields, for the plan's description */
         dp.plan.path = VX_PATH_DOT;
         dp.plan.conv_via_nhwc = 0;
         vx_dot_blocks(d, v.m, v.k, &dp.plan.kc, &dp.plan.mc);
-        dp.predicted_ns = -1;
-        for (int t = 1; t <= max_threads; t++) {
-            const double ns = vx_cost_dot(d, &q, t) + gather;
-            if (dp.predicted_ns < 0 || ns < dp.predicted_ns) {
-                dp.predicted_ns = ns;
-                dp.plan.threads = t;
-            }
-        }
+        dp.predicted_ns = vx_cost_dot_best(d, &q, max_threads, &dp.plan.threads) + gather;
         dp.plan.threads_m = 1;
         dp.plan.threads_n = dp.plan.threads;
         insert(out, &n, max, &dp);

@@ -53,9 +53,7 @@ static int level_for(const vx_device_desc *d, double bytes)
     return i;
 }
 
-/* gcd(stride, span) for stride > 0: span is a power of two on every cache
- * and TLB seen (the lowest set bit of stride then), Euclid otherwise. */
-static int64_t gcd_span(int64_t stride, int64_t span)
+int64_t vx_gcd_span(int64_t stride, int64_t span)
 {
     if ((span & (span - 1)) == 0)
         return (stride & -stride) < span ? (stride & -stride) : span;
@@ -82,7 +80,7 @@ static int aliased_level(const vx_device_desc *d, int from, int64_t stride, int6
         const vx_mem_level *L = &d->mem[i];
         if (L->ways < 2 || L->way_bytes <= 0 || L->line <= 0)
             return -1;
-        const int64_t g = gcd_span(stride, L->way_bytes);
+        const int64_t g = vx_gcd_span(stride, L->way_bytes);
         const int64_t lines = (piece + L->line - 1) / L->line * L->line;
         if (rows <= (int64_t)(L->ways / 2) * (L->way_bytes / (g > lines ? g : lines)))
             return i;
@@ -98,7 +96,7 @@ static int64_t tlb_rows(const vx_device_desc *d, int64_t stride)
     if (d->tlb_sets <= 0 || d->tlb_ways <= 0)
         return INT64_MAX;
     const int64_t page = d->page_bytes, span = (int64_t)d->tlb_sets * page;
-    int64_t g = gcd_span(stride, span);
+    int64_t g = vx_gcd_span(stride, span);
     if (g < page)
         g = page;
     return (int64_t)(d->tlb_ways / 2 > 0 ? d->tlb_ways / 2 : 1) * (span / g);
@@ -152,6 +150,25 @@ void vx_dot_blocks(const vx_device_desc *d, int64_t m, int64_t k, int64_t *kb, i
         *mc = mr;
     if (*mc > m)
         *mc = (m + mr - 1) / mr * mr;
+}
+
+int vx_dot_takes(const vx_device_desc *d, int64_t m, int64_t n)
+{
+    return d->dot_mr > 0 && m >= 2 && n >= 2 && m <= (int64_t)VX_DOT_MAX_ROW_TILES * d->dot_mr;
+}
+
+double vx_cost_dot_best(const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads)
+{
+    double best = vx_cost_dot(d, p, 1);
+    *threads = 1;
+    for (int t = 2; t <= max_threads; t++) {
+        const double ns = vx_cost_dot(d, p, t);
+        if (ns < best) {
+            best = ns;
+            *threads = t;
+        }
+    }
+    return best;
 }
 
 double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads)

@@ -37,12 +37,23 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
  * is no reuse to block for, so there are no candidates to search. */
 double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
 
-/* The dot form is offered up to this many row tiles (plan.c, dot_shape). */
+/* gcd(stride, span) for stride > 0: span is a power of two on every cache
+ * and TLB seen (the lowest set bit of stride then), Euclid otherwise. */
+int64_t vx_gcd_span(int64_t stride, int64_t span);
+
+/* The dot form is offered up to this many row tiles (plan.c, dot_shape;
+ * conv_plan.c): vx_dot_takes says whether an m x n output is in its range
+ * (two rows and columns or more; one is the matrix-vector form). */
 enum { VX_DOT_MAX_ROW_TILES = 48 };
+int vx_dot_takes(const vx_device_desc *d, int64_t m, int64_t n);
 
 /* The dot-form plan (levels.h, dot_*) on `threads` units splitting C's
  * columns; k blocks and row blocks as vx_dot_blocks gives them. */
 double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads);
+
+/* The cheapest of vx_cost_dot over 1..max_threads units (the fewest at a
+ * tie), their count in *threads. */
+double vx_cost_dot_best(const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads);
 
 /* The dot form's blocking for a problem: k in nkb equal blocks of at most
  * d->dot_kc (each a multiple of d->dot_vec but the last), rows in blocks of

@@ -159,8 +159,7 @@ static vx_priced_plan gemv_plan(const vx_cpu_model *M, const vx_problem *p, int 
  * threads; NOTES.md, fourteenth session). */
 static int dot_shape(const vx_gemm_shape *s, const vx_device_desc *d)
 {
-    return d->dot_mr > 0 && s->m >= 2 && s->m <= (int64_t)VX_DOT_MAX_ROW_TILES * d->dot_mr && s->n >= 2 && s->k >= 1 &&
-           s->a_unit_stride && !s->b_unit_stride && plain_shape(s);
+    return vx_dot_takes(d, s->m, s->n) && s->k >= 1 && s->a_unit_stride && !s->b_unit_stride && plain_shape(s);
 }
 
 /* The dot-form plan on the cheapest thread count; it carries base (the
@@ -174,15 +173,7 @@ static vx_priced_plan dot_plan(const vx_cpu_model *M, const vx_problem *p, int m
     r.plan.path = VX_PATH_DOT;
     r.plan.conv_via_nhwc = 0;
     vx_dot_blocks(&M->desc, p->m, p->k, &r.plan.kc, &r.plan.mc); /* nc stays the base plan's */
-    r.plan.threads = 1;
-    r.predicted_ns = vx_cost_dot(&M->desc, p, 1);
-    for (int t = 2; t <= max_threads; t++) {
-        const double ns = vx_cost_dot(&M->desc, p, t);
-        if (ns < r.predicted_ns) {
-            r.predicted_ns = ns;
-            r.plan.threads = t;
-        }
-    }
+    r.predicted_ns = vx_cost_dot_best(&M->desc, p, max_threads, &r.plan.threads);
     r.plan.threads_m = 1;
     r.plan.threads_n = r.plan.threads;
     return r;

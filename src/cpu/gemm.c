@@ -7,6 +7,7 @@
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
+#include "analyzer/cost.h"
 #include "analyzer/hw.h"
 #include "status.h"
 
@@ -233,12 +234,7 @@ static int b_rows_alias_in_l1(int64_t b_rs)
     if (hw->l1d_ways <= 0 || hw->line_bytes <= 0 || hw->l1d_bytes <= 0)
         return 0;
     const int64_t way_bytes = hw->l1d_bytes / hw->l1d_ways;
-    int64_t a = b_rs * (int64_t)sizeof(float), b = way_bytes;
-    while (b) {
-        const int64_t r = a % b;
-        a = b;
-        b = r;
-    }
+    const int64_t a = vx_gcd_span(b_rs * (int64_t)sizeof(float), way_bytes);
     const int64_t g = a > hw->line_bytes ? a : hw->line_bytes;
     return (int64_t)hw->l1d_ways * (way_bytes / g) < FAR_MIN_L1_ROWS;
 }
