@@ -383,10 +383,11 @@ VT_ISA_TEST(plancache, concurrent_first_calls, TMO)
 
 /* ---- copies from far memory ---- */
 
-/* Price of plan (l1, l2) for an m x 16 x 16 plain GEMM under desc d. */
+/* Price of plan (l1, l2) for an m x 16 x 16 GEMM under desc d whose A is
+ * gathered (a convolution's patches: copied whatever its strides). */
 static double copy_ab_price(const vx_device_desc *d, const vx_candidates *c, int64_t m, int l1, int l2)
 {
-    const vx_problem p = {.m = m, .n = 16, .k = 16, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const vx_problem p = {.m = m, .n = 16, .k = 16, .b_in_place_ok = 1, .a_in_place_ok = 0};
     return vx_cost_price(d, c, &p, l1, l2);
 }
 
@@ -419,6 +420,73 @@ VT_ISA_TEST(cost, far_a_copy_pays_read_and_copy, TMO)
     const double near_lo = copy_ab_price(&lo, c, 8, l1, l2), near_hi = copy_ab_price(&hi, c, 8, l1, l2);
     cr_assert(near_lo > 0 && near_hi == near_lo, "A of 8 x 16 in L1: copy rate x2 moved the price %g -> %g ns",
               near_lo, near_hi);
+}
+
+/* The packed path reads a plain matrix A with unit-stride rows in place
+ * for tiles of at most VX_PACKED_A_IN_PLACE_MAX_ROWS rows (gemm.c,
+ * reads_a_in_place) and copies a transposed or gathered one, or A under a
+ * taller tile: the copy rate of A's rows moves only those prices. K = 520
+ * puts A's rows 2080 bytes apart, which no cache aliases. */
+VT_ISA_TEST(cost, packed_path_copies_only_transposed_gathered_or_tall_a, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M);
+    const vx_candidates *c = &M->cand;
+    int l1 = -1, l1_tall = -1, l2 = -1;
+    for (int j = 0; j < c->n1; j++) {
+        const int rows = c->l0[c->l1[j].l0].m;
+        if (c->l1[j].mode != VX_LOAD_COPY_AB || rows < 2)
+            continue;
+        if (l1 < 0 && rows <= VX_PACKED_A_IN_PLACE_MAX_ROWS)
+            l1 = j;
+        if (l1_tall < 0 && rows > VX_PACKED_A_IN_PLACE_MAX_ROWS)
+            l1_tall = j;
+    }
+    for (int g = 0; g < c->n2 && l2 < 0; g++)
+        if (c->l2[g].tm == 1 && c->l2[g].tn == 1)
+            l2 = g;
+    cr_assert(l1 >= 0 && l2 >= 0, "no copying candidate (%d) or 1x1 grid (%d)", l1, l2);
+    vx_device_desc lo = M->desc, hi = M->desc;
+    for (int t = 0; t < 2; t++) {
+        lo.copy_ns[0][t] = 0.5;
+        hi.copy_ns[0][t] = 5.0;
+    }
+    const vx_problem plain = {.m = 512, .n = 512, .k = 520, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_problem trans = plain, gathered = plain;
+    trans.a_trans = 1;
+    gathered.a_in_place_ok = 0;
+    const double p_lo = vx_cost_price(&lo, c, &plain, l1, l2), p_hi = vx_cost_price(&hi, c, &plain, l1, l2);
+    cr_assert(p_lo > 0 && p_hi == p_lo, "plain A: copy rate x10 moved the packed price %g -> %g ns", p_lo, p_hi);
+    const double t_lo = vx_cost_price(&lo, c, &trans, l1, l2), t_hi = vx_cost_price(&hi, c, &trans, l1, l2);
+    cr_assert(t_lo > 0 && t_hi > t_lo, "transposed A: copy rate x10 left the packed price at %g -> %g ns", t_lo,
+              t_hi);
+    const double g_lo = vx_cost_price(&lo, c, &gathered, l1, l2), g_hi = vx_cost_price(&hi, c, &gathered, l1, l2);
+    cr_assert(g_lo > 0 && g_hi > g_lo, "gathered A: copy rate x10 left the packed price at %g -> %g ns", g_lo,
+              g_hi);
+    if (l1_tall >= 0) { /* AVX-512 has tiles of 15..30 rows (16 wide); AVX2's stop at 14 */
+        const double h_lo = vx_cost_price(&lo, c, &plain, l1_tall, l2), h_hi = vx_cost_price(&hi, c, &plain, l1_tall, l2);
+        cr_assert(h_lo > 0 && h_hi > h_lo, "%d-row tile: copy rate x10 left the packed price at %g -> %g ns",
+                  c->l0[c->l1[l1_tall].l0].m, h_lo, h_hi);
+    }
+}
+
+/* The rows a cache holds at once a stride apart, and the packed path's
+ * in-place rule on top: a 48 KiB 12-way L1 of 64-byte lines (4 KiB a way)
+ * holds 12 rows 4 or 8 KiB apart, 48 rows 3 KiB apart, 768 rows 64 bytes
+ * apart; 12 rows at 4 KiB are read in place, 13 are not. */
+Test(cost, rows_held_and_a_in_place_rule)
+{
+    cr_assert_eq(vx_rows_held(4096, 12, 4096, 64), 12);
+    cr_assert_eq(vx_rows_held(8192, 12, 4096, 64), 12);
+    cr_assert_eq(vx_rows_held(3072, 12, 4096, 64), 48);
+    cr_assert_eq(vx_rows_held(64, 12, 4096, 64), 768);
+    cr_assert_eq(vx_rows_held(4, 12, 4096, 64), 768, "rows closer than a line share it: one set per line");
+    cr_assert_eq(vx_rows_held(4096, 0, 4096, 64), 0, "unknown geometry holds nothing");
+    cr_assert(vx_packed_a_in_place_ok(12, 4096, 12, 4096, 64));
+    cr_assert(!vx_packed_a_in_place_ok(13, 4096, 12, 4096, 64));
+    cr_assert(vx_packed_a_in_place_ok(14, 3072, 12, 4096, 64));
+    cr_assert(!vx_packed_a_in_place_ok(VX_PACKED_A_IN_PLACE_MAX_ROWS + 1, 3072, 12, 4096, 64));
+    cr_assert(!vx_packed_a_in_place_ok(1, 4096, 0, 0, 0), "unknown geometry: A is copied");
 }
 
 /* Candidates for a copy of this machine's description with two units (so

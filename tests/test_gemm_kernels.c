@@ -516,23 +516,24 @@ VT_ISA_TEST(forced_tile, pack_b, TMO) { forced_tile(vt_isa, VX_PATH_PACK_B); }
 VT_ISA_TEST(forced_tile, direct, TMO) { forced_tile(vt_isa, VX_PATH_DIRECT); }
 
 /* B's rows a multiple of 4 KiB apart (ldb 1024, 2048, 3072 floats) fall in
- * one L1 set each, and the direct path reads them with the kernels that
- * fetch into L2 (gemm.c, b_rows_alias_in_l1); ldb 1000 and 2304 do not.
- * Both through dyn_gemm, on one and two threads, one row tile and several
- * (the packing kernels then run too), ragged n, beta = 0 over NaN and
- * beta = 0.3, k over several k blocks. */
-VT_ISA_TEST(forced_tile, direct_b_rows_far_apart, TMO)
+ * one L1 set each, and the kernels reading them in place fetch into L2
+ * (gemm.c, b_rows_alias_in_l1); ldb 1000 and 2304 do not. The direct path
+ * reads B so, and the pack-B and packed paths' first row tile packs B's
+ * panels as it reads them. Through dyn_gemm, on one and two threads, one
+ * row tile and several (the packing kernels then run too), ragged n,
+ * beta = 0 over NaN and beta = 0.3, k over several k blocks. */
+static void b_rows_far_apart(vx_isa isa, vx_path path)
 {
     static const int64_t ldbs[] = { 1024, 2048, 3072, 1000, 2304 };
     static const int64_t ms[] = { 1, 7, 16, 61 };
-    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    const vx_ukernel_set *set = vx_ukernels(isa);
     const int f = set->nfamilies > 1 ? 1 : 0;
     int idx = 0;
     for (int threads = 1; threads <= 2; threads++) {
         vx_set_num_threads(threads);
         for (int l = 0; l < 5; l++)
             for (int q = 0; q < 4; q++, idx++) {
-                vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_DIRECT, .nr = set->families[f].nr,
+                vx_plan_set_override(&(vx_gemm_plan){ .path = path, .nr = set->families[f].nr,
                                                        .mr = set->families[f].mr_max, .kc = 48, .threads_m = 1,
                                                        .threads_n = threads, .threads = threads });
                 const int64_t n = 3 * set->families[f].nr + 5;
@@ -543,14 +544,18 @@ VT_ISA_TEST(forced_tile, direct_b_rows_far_apart, TMO)
                 if (c.beta == 0.0f)
                     c.cinit = VT_C_NAN;
                 char tag[128];
-                snprintf(tag, sizeof tag, "isa=%s forced direct, ldb=%lld, %d thread(s)", vt_isa_name(vt_isa),
-                         (long long)ldbs[l], threads);
+                snprintf(tag, sizeof tag, "isa=%s forced %s, ldb=%lld, %d thread(s)", vt_isa_name(isa),
+                         path_name(path), (long long)ldbs[l], threads);
                 c.tag = tag;
                 vt_check(&c);
             }
     }
     vx_plan_set_override(NULL);
 }
+
+VT_ISA_TEST(forced_tile, direct_b_rows_far_apart, TMO) { b_rows_far_apart(vt_isa, VX_PATH_DIRECT); }
+VT_ISA_TEST(forced_tile, pack_b_b_rows_far_apart, TMO) { b_rows_far_apart(vt_isa, VX_PATH_PACK_B); }
+VT_ISA_TEST(forced_tile, packed_b_rows_far_apart, TMO) { b_rows_far_apart(vt_isa, VX_PATH_PACKED); }
 
 /* ------------------------------------------------------------------ */
 /* Tiny forced L1 blocks: many m/n/k blocks on small matrices          */
@@ -577,14 +582,18 @@ VT_ISA_TEST(forced_blocking, small_blocks, TMO)
             snprintf(tag, sizeof tag,
                      "isa=%s forced packed nr=%d mr=%d mc=%lld kc=%lld nc=%lld (1 thread)",
                      vt_isa_name(vt_isa), nr, mr, (long long)mc, (long long)kc, (long long)nc);
-            /* ragged numbers of m, n and k blocks; k = kc and k < kc too */
+            /* ragged numbers of m, n and k blocks; k = kc and k < kc too;
+             * fewer rows than the tile (the first row tile, which packs
+             * B's panels as it reads them, is then a short one: a packed
+             * A panel of fewer than mr rows, or A's rows in place) */
             int64_t shapes[][3] = {
                 {2 * mc + 3, 2 * nc + nr / 2 + 1, 3 * kc + 2},
                 {mc, nc, kc},
                 {mc + 1, nc + 1, kc + 1},
                 {mr, 3 * nc, 4 * kc},
+                {mr > 1 ? mr - 1 : 1, nc + nr / 2 + 1, 2 * kc + 1},
             };
-            for (int s = 0; s < 4; s++)
+            for (int s = 0; s < 5; s++)
                 for (int combo = 0; combo < 8; combo++, idx++) {
                     vt_case c = canonical_case(VX_PATH_PACKED, idx, shapes[s][0], shapes[s][1],
                                                shapes[s][2]);

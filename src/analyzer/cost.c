@@ -66,6 +66,19 @@ int64_t vx_gcd_span(int64_t stride, int64_t span)
     }
 }
 
+int64_t vx_rows_held(int64_t stride, int ways, int64_t way_bytes, int line)
+{
+    if (ways <= 0 || way_bytes <= 0 || line <= 0 || stride <= 0)
+        return 0;
+    const int64_t g = vx_gcd_span(stride, way_bytes);
+    return (int64_t)ways * (way_bytes / (g > line ? g : line));
+}
+
+int vx_packed_a_in_place_ok(int mr, int64_t row_bytes, int ways, int64_t way_bytes, int line)
+{
+    return mr <= VX_PACKED_A_IN_PLACE_MAX_ROWS && mr <= vx_rows_held(row_bytes, ways, way_bytes, line);
+}
+
 /* The first level from `from` on that keeps `rows` pieces of `piece` bytes
  * lying `stride` bytes apart, counting its sets: addresses way_bytes apart
  * share a set, so such rows start in only way_bytes / gcd(stride, way_bytes)
@@ -282,10 +295,35 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
     x->copy_a = 0;
 }
 
-/* What depends on the tile's height: the rate A is copied at. */
+/* Whether a packed plan with tiles of m0 rows reads A's block in place
+ * rather than copying it: A a matrix with unit-stride rows, the tile short
+ * enough (gemm.c, reads_a_in_place; A's rows taken k apart, as a call
+ * with lda = k lays them). The block then streams from L2 into the kernels
+ * like a copied one; what is left of the copy is the first read of each
+ * block from A's home, priced like an in-place plan's (on top of the
+ * kernels, which wait for it). */
+static inline int packed_a_in_place(const vx_device_desc *d, const vx_problem *p, int m0)
+{
+    const vx_mem_level *L1 = &d->mem[0];
+    return p->a_in_place_ok && !p->a_trans && p->a_seg <= 0 && p->a_run <= 0 &&
+           vx_packed_a_in_place_ok(m0, (int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+}
+
+/* The load mode whose measured L0 rates a plan's kernels run at: a packed
+ * plan that reads A in place runs the strided-A kernels (as_bp), whose
+ * calls cost more than the packed ones' for short tiles (1.5 -> 5.8 ns a
+ * call for 3x48 on AMD Zen 5) and whose k steps cost more for tall ones. */
+static inline int rate_mode(const vx_device_desc *d, const vx_problem *p, int m0, int mode)
+{
+    return mode == VX_LOAD_COPY_AB && packed_a_in_place(d, p, m0) ? VX_LOAD_COPY_B : mode;
+}
+
+/* What depends on the tile's height: the rate A is copied at (where the
+ * packed path reads it in place, the rate it is read from home). */
 static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, grid_ctx *x)
 {
-    x->copy_a = copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
+    x->copy_a = packed_a_in_place(d, p, m0) ? d->elem_bytes * x->a_home
+                                            : copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
 }
 
 /* An L0 tile's row and column tiles of the problem and the height of its
@@ -601,7 +639,9 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
     if (!mode_ok(p, b->mode) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
     const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
-    return x.fixed + price_cell(d, p, F, t->m, b, kb, KB, cell_l0_time(F, b->mode, t->m, &x, p->k, KB), &x);
+    return x.fixed +
+           price_cell(d, p, F, t->m, b, kb, KB, cell_l0_time(F, rate_mode(d, p, t->m, b->mode), t->m, &x, p->k, KB),
+                      &x);
 }
 
 /* Keep out[0..*n) sorted by ns, at most max entries. */
@@ -673,7 +713,7 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
     mode_lb r = { 0 };
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
-    const tiles_parts t = tiles_split(F->rate[mode], m0, x->full, x->rem, x->cols, p->k);
+    const tiles_parts t = tiles_split(F->rate[rate_mode(d, p, m0, mode)], m0, x->full, x->rem, x->cols, p->k);
     r.per_kb = t.o;
     r.steps = t.p;
     r.compute1 = mode_compute(&r, r.kb_least);
@@ -988,7 +1028,7 @@ double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, 
     const vx_l0_family *F = &d->fam[fam];
     const vx_l1_cand b = { .mode = VX_LOAD_COPY_AB, .kc = (int32_t)k, .mc = (int32_t)((M + m - 1) / m * m),
                            .nc = (int32_t)p.n };
-    const double compute = cell_l0_time(F, VX_LOAD_COPY_AB, m, &x, p.k, 1);
+    const double compute = cell_l0_time(F, rate_mode(d, &p, m, VX_LOAD_COPY_AB), m, &x, p.k, 1);
     vx_device_desc dd = *d;
     dd.packed_extra = 0;
     const double priced = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_COPY_AB];

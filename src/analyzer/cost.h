@@ -41,6 +41,25 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
  * and TLB seen (the lowest set bit of stride then), Euclid otherwise. */
 int64_t vx_gcd_span(int64_t stride, int64_t span);
 
+/* Rows `stride` bytes apart of which a cache with `ways` ways of way_bytes
+ * and lines of `line` bytes holds one line each at once: they share
+ * way_bytes / gcd(stride, way_bytes) sets (at least a line apart). 0 when
+ * the geometry is unknown. */
+int64_t vx_rows_held(int64_t stride, int ways, int64_t way_bytes, int line);
+
+/* Whether the packed path reads A's block in place (gemm.c,
+ * reads_a_in_place; the cost model prices it so) for a tile of mr rows
+ * whose rows lie row_bytes apart, on a first-level cache of the given
+ * geometry: at most VX_PACKED_A_IN_PLACE_MAX_ROWS rows, and no more than
+ * that cache holds at such a stride. Measured on AMD Zen 5 (48 KiB 12-way
+ * L1), 512x196xK, 2 threads, in place vs copied, alternated: rows 4 KiB
+ * apart (12 held), 12 and 14 rows ran 0.90-0.95x the time, 16 rows 1.66x,
+ * 24 3.0x, 29 3.7x; rows that do not alias (K = 768, 1000, 1056), 16 and
+ * 24 rows 1.06-1.08x, 19 rows 1.05x, 14 rows 0.91x (NOTES.md, fifteenth
+ * session). */
+enum { VX_PACKED_A_IN_PLACE_MAX_ROWS = 14 };
+int vx_packed_a_in_place_ok(int mr, int64_t row_bytes, int ways, int64_t way_bytes, int line);
+
 /* The dot form is offered up to this many row tiles (plan.c, dot_shape;
  * conv_plan.c): vx_dot_takes says whether an m x n output is in its range
  * (two rows and columns or more; one is the matrix-vector form). */

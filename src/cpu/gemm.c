@@ -138,16 +138,62 @@ static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, 
     *hi = min64(u1 * unit, total);
 }
 
+/* Whether a packed plan reads A's L1 block where it lies instead of copying
+ * it: rows with unit stride (a row-major A, not transposed) stream from L2
+ * into the strided-A kernels as fast as a packed panel does, and the copy
+ * (an mr-row transpose per panel) is saved. Measured on AMD Zen 5, 2
+ * threads, alternated in one process: 1024x3072x768 2.2 % faster, 2048^3
+ * 1.7 % (NOTES.md, fifteenth session). Only for tiles short enough, whose
+ * rows the L1 holds at A's stride (vx_packed_a_in_place_ok: 16 rows 4 KiB
+ * apart ran 1.7x slower in place). A transposed A keeps its copy: each k
+ * step would be a new row of A^T, a leading dimension apart; a gathered one
+ * (a convolution's patches) exists only packed. */
+static int reads_a_in_place(const vx_gemm_args *g, int mr)
+{
+    const vx_hw_info *hw = vx_hw();
+    return !ext_of(g)->gather_a && g->a_cs == 1 &&
+           vx_packed_a_in_place_ok(mr, g->a_rs * (int64_t)sizeof(float), hw->l1d_ways,
+                                   hw->l1d_ways > 0 ? hw->l1d_bytes / hw->l1d_ways : 0, hw->line_bytes);
+}
+
+/* Whether B's panels are packed by the first row tile that reads them (the
+ * pk kernels) rather than by a copy pass before the kernels: the copy's
+ * loads and stores then share the kernel's cycles with the FMAs. Unit-stride
+ * rows of a plain B only. AMD Zen 5, 2 threads: the packed path 0.8-1.0 %
+ * faster at 1024x3072x768 and 2048^3; pack_b plans 1.2-1.6 % (272x2304x768,
+ * 496x768x3072; the AVX2 kernels 1.4-3 %). */
+static int packs_b_on_read(const vx_gemm_args *g)
+{
+    return !ext_of(g)->gather_b && g->b_cs == 1;
+}
+
+static int b_rows_alias_in_l1(int64_t b_rs);
+
+/* The pk kernels for B's rows (ukernel.h): fetching into L2 where the rows
+ * alias in L1 (b_rows_alias_in_l1). */
+static const vx_ukernel_pk_fn *pk_kernels(const job *J)
+{
+    return b_rows_alias_in_l1(J->g->b_rs) ? J->fam->pk_far : J->fam->pk;
+}
+
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir.
  * Each B micro-panel (kc x nr) is reused by every A panel of the L2-resident
- * A block before the next one is touched. */
+ * A block before the next one is touched. B's block is packed by the first
+ * row block's first row tile as it reads each panel (packs_b_on_read), else
+ * copied first; A's block is read in place (reads_a_in_place), else copied
+ * into ap, its panels mr x kb apart. */
 static void run_packed(const job *J, const item_view *v, float *ap, float *bp, int64_t m0, int64_t m1,
                        int64_t n0, int64_t n1)
 {
     const vx_gemm_args *g = J->g;
     const vx_gemm_plan *P = J->plan;
     const int mr = P->mr, nr = P->nr;
-    const vx_ukernel_fn *kern = J->fam->kern[VX_UK_AP_BP];
+    const int a_in_place = reads_a_in_place(g, mr), b_on_read = packs_b_on_read(g);
+    const vx_ukernel_fn *kern = J->fam->kern[a_in_place ? VX_UK_AS_BP : VX_UK_AP_BP];
+    const vx_ukernel_pk_fn *kern_pk = b_on_read ? pk_kernels(J) : NULL;
+    /* A's strides for the kernels: in place, the matrix's; packed, the
+     * packed kernels take none */
+    const int64_t a_rs = a_in_place ? g->a_rs : 0, a_cs = a_in_place ? g->a_cs : 0;
     int64_t mc, kc, nc;
     vx_epilogue epb;
     block_sizes(g, P, &mc, &kc, &nc);
@@ -157,18 +203,33 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
             const int64_t kb = min64(kc, g->k - pc);
             const float beta = pc == 0 ? g->beta : 1.0f;
             const int last_k = pc + kb >= g->k;
-            load_b(g, v, pc, kb, jc, nb, nr, bp);
+            if (!b_on_read)
+                load_b(g, v, pc, kb, jc, nb, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += mc) {
                 const int64_t mb = min64(mc, m1 - ic);
-                load_a(g, v, ic, mb, pc, kb, mr, ap);
+                const float *ablk = a_in_place ? v->a + ic * g->a_rs + pc * g->a_cs : ap;
+                if (!a_in_place)
+                    load_a(g, v, ic, mb, pc, kb, mr, ap);
                 for (int64_t jr = 0; jr < nb; jr += nr) {
                     const int64_t nn = min64(nr, nb - jr);
-                    const float *bpan = bp + jr * kb;
+                    float *bpan = bp + jr * kb;
                     float *cc = v->c + ic * g->c_rs + jc + jr;
-                    for (int64_t ir = 0; ir < mb; ir += mr) {
+                    int64_t ir = 0;
+                    if (b_on_read && ic == m0) { /* this tile leaves the panel packed in bpan */
+                        const int64_t mm = min64(mr, mb);
+                        /* the pk kernels read A strided: a packed panel of mm
+                         * rows is A with strides (1, mm) */
+                        kern_pk[mm - 1](kb, ablk, a_in_place ? a_rs : 1, a_in_place ? a_cs : mm, v->b + pc * g->b_rs + jc + jr, g->b_rs, cc,
+                                        g->c_rs, nn, g->alpha, beta, epilogue_at(g, v, last_k, ic, jc + jr, &epb),
+                                        bpan);
+                        ir = mm;
+                    }
+                    for (; ir < mb; ir += mr) {
                         const int64_t mm = min64(mr, mb - ir);
-                        kern[mm - 1](kb, ap + ir * kb, 0, 0, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn,
-                                     g->alpha, beta, epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb));
+                        /* a packed panel starts mr * kb floats after the last */
+                        const float *apan = a_in_place ? ablk + ir * g->a_rs : ap + ir * kb;
+                        kern[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn, g->alpha,
+                                     beta, epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb));
                     }
                 }
             }
@@ -233,10 +294,8 @@ static int b_rows_alias_in_l1(int64_t b_rs)
     const vx_hw_info *hw = vx_hw();
     if (hw->l1d_ways <= 0 || hw->line_bytes <= 0 || hw->l1d_bytes <= 0)
         return 0;
-    const int64_t way_bytes = hw->l1d_bytes / hw->l1d_ways;
-    const int64_t a = vx_gcd_span(b_rs * (int64_t)sizeof(float), way_bytes);
-    const int64_t g = a > hw->line_bytes ? a : hw->line_bytes;
-    return (int64_t)hw->l1d_ways * (way_bytes / g) < FAR_MIN_L1_ROWS;
+    return vx_rows_held(b_rs * (int64_t)sizeof(float), hw->l1d_ways, hw->l1d_bytes / hw->l1d_ways,
+                        hw->line_bytes) < FAR_MIN_L1_ROWS;
 }
 
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
@@ -257,12 +316,12 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
-    const int on_read = !pack_b && packs_on_read(J->plan, m1 - m0);
+    const int on_read = pack_b ? packs_b_on_read(g) : packs_on_read(J->plan, m1 - m0);
     const int copy_edge = !pack_b && !on_read && copies_edge_panel(J->plan, g, m1 - m0);
     const vx_ukernel_fn *kern_bp = J->fam->kern[VX_UK_AS_BP];
     const int far = b_rows_alias_in_l1(g->b_rs);
     const vx_ukernel_fn *kern_bs = far ? J->fam->bs_far : J->fam->kern[VX_UK_AS_BS];
-    const vx_ukernel_pk_fn *kern_pk = far ? J->fam->pk_far : J->fam->pk;
+    const vx_ukernel_pk_fn *kern_pk = pk_kernels(J);
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
