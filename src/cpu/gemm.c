@@ -197,13 +197,18 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     int64_t mc, kc, nc;
     vx_epilogue epb;
     block_sizes(g, P, &mc, &kc, &nc);
+    /* One row block: no panel of B is read again after its row tiles, so
+     * each goes to the same buffer (hot in L1/L2) instead of its place in a
+     * kc x nc block: 80x2304x768 (9x48, one block) 567 -> 555 us, as fast as
+     * the direct plan; 80-160 rows 0.7-1.4 % faster (AMD Zen 5, 2 threads) */
+    const int one_block = m1 - m0 <= mc;
     for (int64_t jc = n0; jc < n1; jc += nc) {
         const int64_t nb = min64(nc, n1 - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
             const int64_t kb = min64(kc, g->k - pc);
             const float beta = pc == 0 ? g->beta : 1.0f;
             const int last_k = pc + kb >= g->k;
-            if (!b_on_read)
+            if (!b_on_read && !one_block)
                 load_b(g, v, pc, kb, jc, nb, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += mc) {
                 const int64_t mb = min64(mc, m1 - ic);
@@ -212,9 +217,11 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                     load_a(g, v, ic, mb, pc, kb, mr, ap);
                 for (int64_t jr = 0; jr < nb; jr += nr) {
                     const int64_t nn = min64(nr, nb - jr);
-                    float *bpan = bp + jr * kb;
+                    float *bpan = one_block ? bp : bp + jr * kb;
                     float *cc = v->c + ic * g->c_rs + jc + jr;
                     int64_t ir = 0;
+                    if (one_block && !b_on_read)
+                        load_b(g, v, pc, kb, jc + jr, nn, nr, bpan);
                     if (b_on_read && ic == m0) { /* this tile leaves the panel packed in bpan */
                         const int64_t mm = min64(mr, mb);
                         /* the pk kernels read A strided: a packed panel of mm
