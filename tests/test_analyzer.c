@@ -482,11 +482,14 @@ Test(cost, rows_held_and_a_in_place_rule)
     cr_assert_eq(vx_rows_held(64, 12, 4096, 64), 768);
     cr_assert_eq(vx_rows_held(4, 12, 4096, 64), 768, "rows closer than a line share it: one set per line");
     cr_assert_eq(vx_rows_held(4096, 0, 4096, 64), 0, "unknown geometry holds nothing");
-    cr_assert(vx_packed_a_in_place_ok(12, 4096, 12, 4096, 64));
-    cr_assert(!vx_packed_a_in_place_ok(13, 4096, 12, 4096, 64));
-    cr_assert(vx_packed_a_in_place_ok(14, 3072, 12, 4096, 64));
-    cr_assert(!vx_packed_a_in_place_ok(VX_PACKED_A_IN_PLACE_MAX_ROWS + 1, 3072, 12, 4096, 64));
-    cr_assert(!vx_packed_a_in_place_ok(1, 4096, 0, 0, 0), "unknown geometry: A is copied");
+    cr_assert(vx_packed_a_in_place_ok(12, 1024, 4096, 12, 4096, 64));
+    cr_assert(!vx_packed_a_in_place_ok(13, 1024, 4096, 12, 4096, 64));
+    cr_assert(vx_packed_a_in_place_ok(14, 768, 3072, 12, 4096, 64));
+    cr_assert(!vx_packed_a_in_place_ok(VX_PACKED_A_IN_PLACE_MAX_ROWS + 1, 768, 3072, 12, 4096, 64));
+    cr_assert(!vx_packed_a_in_place_ok(1, 1024, 4096, 0, 0, 0), "unknown geometry: A is copied");
+    cr_assert(vx_packed_a_in_place_ok(6, VX_PACKED_A_IN_PLACE_MIN_K, 2080, 12, 4096, 64));
+    cr_assert(!vx_packed_a_in_place_ok(6, VX_PACKED_A_IN_PLACE_MIN_K - 1, 2080, 12, 4096, 64),
+              "short k: A is copied");
 }
 
 /* Candidates for a copy of this machine's description with two units (so

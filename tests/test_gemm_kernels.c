@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "analyzer/plan.h"
+#include "analyzer/cost.h"
 #include "analyzer/plancache.h"
 #include "cpu/gemv.h"
 #include "cpu/dot.h"
@@ -605,6 +606,59 @@ VT_ISA_TEST(forced_blocking, small_blocks, TMO)
                         c.m = shapes[s][0];
                         c.n = shapes[s][1];
                     }
+                    c.tag = tag;
+                    vt_check(&c);
+                }
+        }
+    }
+    vx_plan_set_override(NULL);
+}
+
+/* The packed path reads A's block in place for tiles of at most
+ * VX_PACKED_A_IN_PLACE_MAX_ROWS rows when k >= VX_PACKED_A_IN_PLACE_MIN_K
+ * (gemm.c, reads_a_in_place) and packs B's panels in its first row tile
+ * (packs_b_on_read): several row, column and k blocks, a first row block
+ * shorter than the tile, A's rows a multiple of 4 KiB apart (1024 floats:
+ * tiles taller than the L1 holds copy A) and not, on one and two threads,
+ * every layout and transpose (a transposed A is copied, a transposed B
+ * copied first). */
+VT_ISA_TEST(forced_blocking, packed_a_in_place_over_blocks, TMO)
+{
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    int idx = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        vx_set_num_threads(threads);
+        for (int f = 0; f < set->nfamilies; f++) {
+            const int nr = set->families[f].nr;
+            int mr = set->families[f].mr_max;
+            mr = mr > VX_PACKED_A_IN_PLACE_MAX_ROWS ? VX_PACKED_A_IN_PLACE_MAX_ROWS : mr;
+            const int64_t kc = 64, mc = 2 * mr, nc = 2 * nr;
+            vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_PACKED, .nr = nr, .mr = mr, .mc = mc, .kc = kc,
+                                                   .nc = nc, .threads_m = threads, .threads_n = 1,
+                                                   .threads = threads });
+            char tag[160];
+            snprintf(tag, sizeof tag, "isa=%s forced packed nr=%d mr=%d mc=%lld kc=%lld nc=%lld, %d thread(s)",
+                     vt_isa_name(vt_isa), nr, mr, (long long)mc, (long long)kc, (long long)nc, threads);
+            const int64_t k = VX_PACKED_A_IN_PLACE_MIN_K + 3;
+            const int64_t shapes[][3] = {
+                { 2 * mc + 3, 2 * nc + nr / 2 + 1, k },
+                { mr > 1 ? mr - 1 : 1, nc + 3, k + kc },
+                { mc + 1, nr, 2 * k },
+            };
+            for (int sh = 0; sh < 3; sh++)
+                for (int combo = 0; combo < 8; combo++, idx++) {
+                    vt_case c = canonical_case(VX_PATH_PACKED, idx, shapes[sh][0], shapes[sh][1], shapes[sh][2]);
+                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
+                    if (c.layout == VX_COL_MAJOR) { /* keep the canonical shape */
+                        c.m = shapes[sh][1];
+                        c.n = shapes[sh][0];
+                    } else {
+                        c.m = shapes[sh][0];
+                        c.n = shapes[sh][1];
+                    }
+                    c.lda_pad = idx % 3 == 0 ? 1024 - c.k : idx % 3 == 1 ? 5 : 0;
+                    if (c.lda_pad < 0)
+                        c.lda_pad = 5;
                     c.tag = tag;
                     vt_check(&c);
                 }

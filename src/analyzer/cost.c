@@ -74,9 +74,10 @@ int64_t vx_rows_held(int64_t stride, int ways, int64_t way_bytes, int line)
     return (int64_t)ways * (way_bytes / (g > line ? g : line));
 }
 
-int vx_packed_a_in_place_ok(int mr, int64_t row_bytes, int ways, int64_t way_bytes, int line)
+int vx_packed_a_in_place_ok(int mr, int64_t k, int64_t row_bytes, int ways, int64_t way_bytes, int line)
 {
-    return mr <= VX_PACKED_A_IN_PLACE_MAX_ROWS && mr <= vx_rows_held(row_bytes, ways, way_bytes, line);
+    return mr <= VX_PACKED_A_IN_PLACE_MAX_ROWS && k >= VX_PACKED_A_IN_PLACE_MIN_K &&
+           mr <= vx_rows_held(row_bytes, ways, way_bytes, line);
 }
 
 /* The first level from `from` on that keeps `rows` pieces of `piece` bytes
@@ -306,7 +307,7 @@ static inline int packed_a_in_place(const vx_device_desc *d, const vx_problem *p
 {
     const vx_mem_level *L1 = &d->mem[0];
     return p->a_in_place_ok && !p->a_trans && p->a_seg <= 0 && p->a_run <= 0 &&
-           vx_packed_a_in_place_ok(m0, (int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+           vx_packed_a_in_place_ok(m0, p->k, (int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
 }
 
 /* The load mode whose measured L0 rates a plan's kernels run at: a packed

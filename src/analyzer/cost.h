@@ -49,16 +49,19 @@ int64_t vx_rows_held(int64_t stride, int ways, int64_t way_bytes, int line);
 
 /* Whether the packed path reads A's block in place (gemm.c,
  * reads_a_in_place; the cost model prices it so) for a tile of mr rows
- * whose rows lie row_bytes apart, on a first-level cache of the given
- * geometry: at most VX_PACKED_A_IN_PLACE_MAX_ROWS rows, and no more than
- * that cache holds at such a stride. Measured on AMD Zen 5 (48 KiB 12-way
- * L1), 512x196xK, 2 threads, in place vs copied, alternated: rows 4 KiB
- * apart (12 held), 12 and 14 rows ran 0.90-0.95x the time, 16 rows 1.66x,
- * 24 3.0x, 29 3.7x; rows that do not alias (K = 768, 1000, 1056), 16 and
- * 24 rows 1.06-1.08x, 19 rows 1.05x, 14 rows 0.91x (NOTES.md, fifteenth
- * session). */
-enum { VX_PACKED_A_IN_PLACE_MAX_ROWS = 14 };
-int vx_packed_a_in_place_ok(int mr, int64_t row_bytes, int ways, int64_t way_bytes, int line);
+ * whose rows lie row_bytes apart, over a k of k, on a first-level cache of
+ * the given geometry: at most VX_PACKED_A_IN_PLACE_MAX_ROWS rows, no more
+ * than that cache holds at such a stride, and k of at least
+ * VX_PACKED_A_IN_PLACE_MIN_K. Measured on AMD Zen 5 (48 KiB 12-way L1),
+ * 2 threads, in place vs copied, alternated (NOTES.md, fifteenth session):
+ * - 512x196xK: rows 4 KiB apart (12 held), 12 and 14 rows ran 0.90-0.95x
+ *   the time, 16 rows 1.66x, 24 3.0x, 29 3.7x; rows that do not alias
+ *   (K = 768, 1000, 1056), 16 and 24 rows 1.06-1.08x, 19 rows 1.05x, 14
+ *   rows 0.91x;
+ * - 72x20000xK with 6x48 tiles: K = 45 1.02x, 90 1.01x, 180 1.00x, 384
+ *   0.995x, 768 0.99x; 72x216225x45 1.10x (C streamed to DRAM). */
+enum { VX_PACKED_A_IN_PLACE_MAX_ROWS = 14, VX_PACKED_A_IN_PLACE_MIN_K = 128 };
+int vx_packed_a_in_place_ok(int mr, int64_t k, int64_t row_bytes, int ways, int64_t way_bytes, int line);
 
 /* The dot form is offered up to this many row tiles (plan.c, dot_shape;
  * conv_plan.c): vx_dot_takes says whether an m x n output is in its range

@@ -144,15 +144,16 @@ static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, 
  * (an mr-row transpose per panel) is saved. Measured on AMD Zen 5, 2
  * threads, alternated in one process: 1024x3072x768 2.2 % faster, 2048^3
  * 1.7 % (NOTES.md, fifteenth session). Only for tiles short enough, whose
- * rows the L1 holds at A's stride (vx_packed_a_in_place_ok: 16 rows 4 KiB
- * apart ran 1.7x slower in place). A transposed A keeps its copy: each k
- * step would be a new row of A^T, a leading dimension apart; a gathered one
- * (a convolution's patches) exists only packed. */
+ * rows the L1 holds at A's stride, and a k long enough
+ * (vx_packed_a_in_place_ok: 16 rows 4 KiB apart ran 1.7x slower in place,
+ * k = 45 up to 1.1x). A transposed A keeps its copy: each k step would be
+ * a new row of A^T, a leading dimension apart; a gathered one (a
+ * convolution's patches) exists only packed. */
 static int reads_a_in_place(const vx_gemm_args *g, int mr)
 {
     const vx_hw_info *hw = vx_hw();
     return !ext_of(g)->gather_a && g->a_cs == 1 &&
-           vx_packed_a_in_place_ok(mr, g->a_rs * (int64_t)sizeof(float), hw->l1d_ways,
+           vx_packed_a_in_place_ok(mr, g->k, g->a_rs * (int64_t)sizeof(float), hw->l1d_ways,
                                    hw->l1d_ways > 0 ? hw->l1d_bytes / hw->l1d_ways : 0, hw->line_bytes);
 }
 
@@ -197,18 +198,22 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     int64_t mc, kc, nc;
     vx_epilogue epb;
     block_sizes(g, P, &mc, &kc, &nc);
-    /* One row block: no panel of B is read again after its row tiles, so
-     * each goes to the same buffer (hot in L1/L2) instead of its place in a
-     * kc x nc block: 80x2304x768 (9x48, one block) 567 -> 555 us, as fast as
-     * the direct plan; 80-160 rows 0.7-1.4 % faster (AMD Zen 5, 2 threads) */
-    const int one_block = m1 - m0 <= mc;
+    /* One row block, B packed as it is read: no panel of B is read again
+     * after its row tiles, so each goes to the same buffer (hot in L1/L2)
+     * instead of its place in a kc x nc block: 80x2304x768 (9x48, one
+     * block) 567 -> 555 us, as fast as the direct plan; 80-160 rows 0.7-1.4 %
+     * faster (AMD Zen 5, 2 threads). A B copied first (transposed, or a
+     * convolution's gathered patches) keeps its block copy: gathering it
+     * panel by panel ran an NCHW 3x3 convolution of 216225 pixels 1.5x
+     * slower. */
+    const int one_block = b_on_read && m1 - m0 <= mc;
     for (int64_t jc = n0; jc < n1; jc += nc) {
         const int64_t nb = min64(nc, n1 - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
             const int64_t kb = min64(kc, g->k - pc);
             const float beta = pc == 0 ? g->beta : 1.0f;
             const int last_k = pc + kb >= g->k;
-            if (!b_on_read && !one_block)
+            if (!b_on_read)
                 load_b(g, v, pc, kb, jc, nb, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += mc) {
                 const int64_t mb = min64(mc, m1 - ic);
@@ -220,8 +225,6 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                     float *bpan = one_block ? bp : bp + jr * kb;
                     float *cc = v->c + ic * g->c_rs + jc + jr;
                     int64_t ir = 0;
-                    if (one_block && !b_on_read)
-                        load_b(g, v, pc, kb, jc + jr, nn, nr, bpan);
                     if (b_on_read && ic == m0) { /* this tile leaves the panel packed in bpan */
                         const int64_t mm = min64(mr, mb);
                         /* the pk kernels read A strided: a packed panel of mm
