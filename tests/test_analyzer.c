@@ -383,6 +383,15 @@ VT_ISA_TEST(plancache, concurrent_first_calls, TMO)
 
 /* ---- copies from far memory ---- */
 
+/* The candidates' 1x1 grid (one cell on one unit), or -1. */
+static int one_cell_grid(const vx_candidates *c)
+{
+    for (int g = 0; g < c->n2; g++)
+        if (c->l2[g].tm == 1 && c->l2[g].tn == 1)
+            return g;
+    return -1;
+}
+
 /* Price of plan (l1, l2) for an m x 16 x 16 GEMM under desc d whose A is
  * gathered (a convolution's patches: copied whatever its strides). */
 static double copy_ab_price(const vx_device_desc *d, const vx_candidates *c, int64_t m, int l1, int l2)
@@ -401,13 +410,11 @@ VT_ISA_TEST(cost, far_a_copy_pays_read_and_copy, TMO)
     const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
     cr_assert_not_null(M);
     const vx_candidates *c = &M->cand;
-    int l1 = -1, l2 = -1;
+    int l1 = -1;
+    const int l2 = one_cell_grid(c);
     for (int j = 0; j < c->n1 && l1 < 0; j++)
         if (c->l1[j].mode == VX_LOAD_COPY_AB)
             l1 = j;
-    for (int g = 0; g < c->n2 && l2 < 0; g++)
-        if (c->l2[g].tm == 1 && c->l2[g].tn == 1)
-            l2 = g;
     cr_assert(l1 >= 0 && l2 >= 0, "no copying candidate (%d) or 1x1 grid (%d)", l1, l2);
     vx_device_desc lo = M->desc, hi = M->desc;
     /* copy rates far below any read: the read decides under the max */
@@ -432,7 +439,8 @@ VT_ISA_TEST(cost, packed_path_copies_only_transposed_gathered_or_tall_a, TMO)
     const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
     cr_assert_not_null(M);
     const vx_candidates *c = &M->cand;
-    int l1 = -1, l1_tall = -1, l2 = -1;
+    int l1 = -1, l1_tall = -1;
+    const int l2 = one_cell_grid(c);
     for (int j = 0; j < c->n1; j++) {
         const int rows = c->l0[c->l1[j].l0].m;
         if (c->l1[j].mode != VX_LOAD_COPY_AB || rows < 2)
@@ -442,9 +450,6 @@ VT_ISA_TEST(cost, packed_path_copies_only_transposed_gathered_or_tall_a, TMO)
         if (l1_tall < 0 && rows > VX_PACKED_A_IN_PLACE_MAX_ROWS)
             l1_tall = j;
     }
-    for (int g = 0; g < c->n2 && l2 < 0; g++)
-        if (c->l2[g].tm == 1 && c->l2[g].tn == 1)
-            l2 = g;
     cr_assert(l1 >= 0 && l2 >= 0, "no copying candidate (%d) or 1x1 grid (%d)", l1, l2);
     vx_device_desc lo = M->desc, hi = M->desc;
     for (int t = 0; t < 2; t++) {

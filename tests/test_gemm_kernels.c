@@ -482,6 +482,18 @@ static vt_case canonical_case(vx_path path, int idx, int64_t M, int64_t N, int64
     return c;
 }
 
+/* canonical_case for a packed plan, with layout/transposes `combo`
+ * (vt_combo) instead of the path's rotation; the canonical (row-major C)
+ * shape stays M x N. */
+static vt_case packed_combo_case(int idx, int combo, int64_t M, int64_t N, int64_t K)
+{
+    vt_case c = canonical_case(VX_PATH_PACKED, idx, M, N, K);
+    vt_combo(combo, &c.layout, &c.ta, &c.tb);
+    c.m = c.layout == VX_COL_MAJOR ? N : M;
+    c.n = c.layout == VX_COL_MAJOR ? M : N;
+    return c;
+}
+
 static void forced_tile(vx_isa isa, vx_path path)
 {
     const vx_ukernel_set *set = vx_ukernels(isa);
@@ -596,16 +608,7 @@ VT_ISA_TEST(forced_blocking, small_blocks, TMO)
             };
             for (int s = 0; s < 5; s++)
                 for (int combo = 0; combo < 8; combo++, idx++) {
-                    vt_case c = canonical_case(VX_PATH_PACKED, idx, shapes[s][0], shapes[s][1],
-                                               shapes[s][2]);
-                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
-                    if (c.layout == VX_COL_MAJOR) { /* keep the canonical shape */
-                        c.m = shapes[s][1];
-                        c.n = shapes[s][0];
-                    } else {
-                        c.m = shapes[s][0];
-                        c.n = shapes[s][1];
-                    }
+                    vt_case c = packed_combo_case(idx, combo, shapes[s][0], shapes[s][1], shapes[s][2]);
                     c.tag = tag;
                     vt_check(&c);
                 }
@@ -647,15 +650,7 @@ VT_ISA_TEST(forced_blocking, packed_a_in_place_over_blocks, TMO)
             };
             for (int sh = 0; sh < 3; sh++)
                 for (int combo = 0; combo < 8; combo++, idx++) {
-                    vt_case c = canonical_case(VX_PATH_PACKED, idx, shapes[sh][0], shapes[sh][1], shapes[sh][2]);
-                    vt_combo(combo, &c.layout, &c.ta, &c.tb);
-                    if (c.layout == VX_COL_MAJOR) { /* keep the canonical shape */
-                        c.m = shapes[sh][1];
-                        c.n = shapes[sh][0];
-                    } else {
-                        c.m = shapes[sh][0];
-                        c.n = shapes[sh][1];
-                    }
+                    vt_case c = packed_combo_case(idx, combo, shapes[sh][0], shapes[sh][1], shapes[sh][2]);
                     c.lda_pad = idx % 3 == 0 ? 1024 - c.k : idx % 3 == 1 ? 5 : 0;
                     if (c.lda_pad < 0)
                         c.lda_pad = 5;
