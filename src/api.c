@@ -14,6 +14,7 @@
 #include "status.h"
 #include "vortex/vortex.h"
 
+
 static int valid_layout(vx_layout l) { return l == VX_ROW_MAJOR || l == VX_COL_MAJOR; }
 static int valid_trans(vx_transpose t) { return t == VX_NO_TRANS || t == VX_TRANS; }
 static const char *trans_name(vx_transpose t) { return t == VX_TRANS ? "T" : "N"; }
@@ -205,11 +206,24 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
         } else {
             /* Whether the pool's workers still spin matters only to a
              * budget of more than one thread. */
-            const int budget = set.threads;
+            const int budget = set.threads, warm = budget > 1 ? vx_pool_warm() : 0;
             vx_gemm_plan plan;
-            vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, budget > 1 ? vx_pool_warm() : 0,
-                               (vx_isa)isa, budget, &plan);
-            if ((s = vx_cpu_gemm(&g, &plan, &threads)) != VX_OK)
+            vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, warm, (vx_isa)isa, budget, &plan);
+            /* One thread because the workers sleep: in a stream of such
+             * calls, wake them once (threadpool.h, vx_pool_stream_note).
+             * Calls too small for two threads even then skip the check. */
+            const int stream = !warm && budget > 1 && plan.threads == 1 &&
+                               (double)g.m * (double)g.n * (double)g.k >= VX_POOL_STREAM_MIN_MACS;
+            if (stream && vx_pool_stream_recent()) {
+                vx_gemm_plan spun;
+                vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, 1, (vx_isa)isa, budget, &spun);
+                if (spun.threads > 1)
+                    plan = spun;
+            }
+            s = vx_cpu_gemm(&g, &plan, &threads);
+            if (stream)
+                vx_pool_stream_note();
+            if (s != VX_OK)
                 return s;
             if (verbose)
                 vx_plan_describe(&plan, desc, sizeof desc);

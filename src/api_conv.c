@@ -116,9 +116,23 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
     const int verbose = vx_verbose();
     const double t0 = verbose ? now_us() : 0.0;
     vx_gemm_plan plan;
-    vx_plan_conv(p, &v, (vx_isa)isa, vx_threads(), vx_pool_warm(), &plan);
+    const int budget = vx_threads(), warm = budget > 1 ? vx_pool_warm() : 0;
+    vx_plan_conv(p, &v, (vx_isa)isa, budget, warm, &plan);
+    /* a stream of calls planned on one thread because the workers sleep
+     * wakes them once, as dyn_gemm's (threadpool.h) */
+    const int stream = !warm && budget > 1 && plan.threads == 1 &&
+                       (double)v.m * (double)v.n * (double)v.k * (double)v.items >= VX_POOL_STREAM_MIN_MACS;
+    if (stream && vx_pool_stream_recent()) {
+        vx_gemm_plan spun;
+        vx_plan_conv(p, &v, (vx_isa)isa, budget, 1, &spun);
+        if (spun.threads > 1)
+            plan = spun;
+    }
     int threads = 1;
-    if ((s = vx_cpu_conv2d(p, &v, &plan, input, filter, bias, output, &threads)) != VX_OK)
+    s = vx_cpu_conv2d(p, &v, &plan, input, filter, bias, output, &threads);
+    if (stream)
+        vx_pool_stream_note();
+    if (s != VX_OK)
         return s;
     if (verbose) {
         const double us = now_us() - t0;

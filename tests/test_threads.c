@@ -2,12 +2,15 @@
  * threads and with forced thread grids, and concurrent dyn_gemm calls from
  * several application threads. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analyzer/plan.h"
+#include "cpu/threadpool.h"
 #include "ref.h"
 #include "vt_isa.h"
 
@@ -247,3 +250,57 @@ static void concurrent(vx_isa isa, int lib_threads)
 
 VT_ISA_TEST(concurrent, one_lib_thread, TMO) { concurrent(vt_isa, 1); }
 VT_ISA_TEST(concurrent, two_lib_threads, TMO) { concurrent(vt_isa, 2); }
+
+/* A stream of calls planned on one thread because the workers sleep wakes
+ * them once (threadpool.h, vx_pool_stream_note): a note is recent right
+ * after it (tried until the test thread runs the two steps unpreempted;
+ * a preemption of half the spin window between them is rare, not every
+ * time) and not after a sleep far past the spin window. */
+Test(pool_stream, note_is_recent_then_expires)
+{
+    int recent = 0;
+    for (int t = 0; t < 1000 && !recent; t++) {
+        vx_pool_stream_note();
+        recent = vx_pool_stream_recent();
+    }
+    cr_assert(recent, "a note was never recent right after it");
+    vx_pool_stream_note();
+    struct timespec ts = { 0, 50 * 1000 * 1000 }; /* 50 ms: 500x the ~0.1 ms window */
+    nanosleep(&ts, NULL);
+    cr_assert(!vx_pool_stream_recent(), "a note 50 ms old still counted as recent");
+}
+
+/* And the calls of such a stream stay right on two threads: NT 2x768x768
+ * (the dot form, one thread while the pool sleeps) called back to back
+ * eight times, C over NaN with beta = 0 each time, the last result against
+ * a float64 reference. */
+Test(pool_stream, back_to_back_calls_stay_correct, .timeout = TMO)
+{
+    enum { M = 2, N = 768, K = 768 };
+    vx_set_num_threads(2);
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * N * K), *c = malloc(sizeof(float) * M * N);
+    cr_assert(a && b && c);
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 40) / (float)(1 << 24) - 0.5f;
+    for (int i = 0; i < N * K; i++)
+        b[i] = (float)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 40) / (float)(1 << 24) - 0.5f;
+    for (int r = 0; r < 8; r++) {
+        for (int i = 0; i < M * N; i++)
+            c[i] = NAN;
+        cr_assert_eq(dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_TRANS, M, N, K, 1.0f, a, K, b, K, 0.0f, c, N), VX_OK);
+    }
+    double err = 0, norm = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double ref = 0;
+            for (int p = 0; p < K; p++)
+                ref += (double)a[i * K + p] * (double)b[j * K + p];
+            err += (c[i * N + j] - ref) * (c[i * N + j] - ref);
+            norm += ref * ref;
+        }
+    cr_assert(sqrt(err / norm) <= 1e-5, "relative Frobenius error %g after 8 back-to-back calls", sqrt(err / norm));
+    free(a);
+    free(b);
+    free(c);
+}

@@ -35,6 +35,7 @@ static atomic_uint g_generation;
  * asking (every call's plan key carries it) is one load: RDTSC costs ~15 ns
  * a call on AMD Zen 1. */
 atomic_int vx_pool_warm_flag;
+static atomic_ullong g_stream_end;               /* TSC at the end of the last call that noted it */
 static atomic_int g_pending;                     /* workers yet to finish */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
@@ -144,4 +145,15 @@ int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
     }
     fn(ctx, 0, 1);
     return 1;
+}
+
+void vx_pool_stream_note(void)
+{
+    atomic_store_explicit(&g_stream_end, __rdtsc(), memory_order_relaxed);
+}
+
+int vx_pool_stream_recent(void)
+{
+    const unsigned long long t = atomic_load_explicit(&g_stream_end, memory_order_relaxed);
+    return t != 0 && __rdtsc() - t < SPIN_TICKS / 2;
 }

@@ -41,4 +41,20 @@ int vx_pool_home(int tid, int nthreads);
 extern atomic_int vx_pool_warm_flag; /* kept by threadpool.c */
 static inline int vx_pool_warm(void) { return atomic_load_explicit(&vx_pool_warm_flag, memory_order_relaxed); }
 
+/* Calls that would run on more threads with the workers spinning, but plan
+ * one because they sleep, never wake them: back to back, each finds them
+ * asleep again. Such a call stamps its end (vx_pool_stream_note), and the
+ * next one, if it starts within half the workers' spin window of that
+ * (vx_pool_stream_recent), plans as if they spun: it pays one wake-up and
+ * the calls after it find them spinning. */
+void vx_pool_stream_note(void);
+int vx_pool_stream_recent(void);
+
+/* Multiply-adds below which no call runs on two threads, pool spinning or
+ * not (32^3 and under: the small suite, 0.1-0.5 us a call): the callers
+ * skip the stream check (a TSC read) for them. NT BERT layers of 1..8 rows
+ * (2x768x768: 27 -> 12.5 us) ran on two threads back to back: the suite
+ * 1.40x -> 1.50x of dnnl_sgemm (AMD Zen 5, NOTES.md, fifteenth session). */
+#define VX_POOL_STREAM_MIN_MACS (128.0 * 1024.0)
+
 #endif
