@@ -14,7 +14,6 @@
 #include "status.h"
 #include "vortex/vortex.h"
 
-
 static int valid_layout(vx_layout l) { return l == VX_ROW_MAJOR || l == VX_COL_MAJOR; }
 static int valid_trans(vx_transpose t) { return t == VX_NO_TRANS || t == VX_TRANS; }
 static const char *trans_name(vx_transpose t) { return t == VX_TRANS ? "T" : "N"; }
@@ -212,8 +211,8 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
             /* One thread because the workers sleep: in a stream of such
              * calls, wake them once (threadpool.h, vx_pool_stream_note).
              * Calls too small for two threads even then skip the check. */
-            const int stream = !warm && budget > 1 && plan.threads == 1 &&
-                               (double)g.m * (double)g.n * (double)g.k >= VX_POOL_STREAM_MIN_MACS;
+            const int stream =
+                vx_pool_stream_call(warm, budget, plan.threads, (double)g.m * (double)g.n * (double)g.k);
             if (stream && vx_pool_stream_recent()) {
                 vx_gemm_plan spun;
                 vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, 1, (vx_isa)isa, budget, &spun);

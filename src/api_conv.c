@@ -120,8 +120,8 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
     vx_plan_conv(p, &v, (vx_isa)isa, budget, warm, &plan);
     /* a stream of calls planned on one thread because the workers sleep
      * wakes them once, as dyn_gemm's (threadpool.h) */
-    const int stream = !warm && budget > 1 && plan.threads == 1 &&
-                       (double)v.m * (double)v.n * (double)v.k * (double)v.items >= VX_POOL_STREAM_MIN_MACS;
+    const int stream =
+        vx_pool_stream_call(warm, budget, plan.threads, (double)v.m * (double)v.n * (double)v.k * (double)v.items);
     if (stream && vx_pool_stream_recent()) {
         vx_gemm_plan spun;
         vx_plan_conv(p, &v, (vx_isa)isa, budget, 1, &spun);

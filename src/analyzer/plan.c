@@ -125,15 +125,26 @@ static int gemv_shape(const vx_gemm_shape *s, const vx_device_desc *d)
     return (s->m == 1 || s->n == 1 || few_rows) && plain_shape(s);
 }
 
-/* The matrix-vector plan on the cheaper of one unit and all of them. It
- * carries base (the best GEMM plan) for the driver to fall back on. */
+/* A plan of `path` that carries base (the best GEMM plan: its tile and
+ * blocks, and its path as the fallback) for the driver to fall back on
+ * where the path's kernels cannot take the operands' strides. */
+static void carry(vx_priced_plan *r, const vx_gemm_plan *base, vx_path path)
+{
+    /* into the caller's r: plans are compared bytewise (the plan cache's
+     * test), and a plan returned by value came back with other bytes in
+     * its padding */
+    r->plan = *base;
+    r->plan.fallback = base->path;
+    r->plan.path = path;
+}
+
+/* The matrix-vector plan on the cheaper of one unit and all of them,
+ * carrying the best GEMM plan. */
 static vx_priced_plan gemv_plan(const vx_cpu_model *M, const vx_problem *p, int max_threads,
                                 const vx_gemm_plan *base)
 {
     vx_priced_plan r;
-    r.plan = *base;
-    r.plan.fallback = base->path;
-    r.plan.path = VX_PATH_GEMV;
+    carry(&r, base, VX_PATH_GEMV);
     r.plan.threads = 1;
     r.predicted_ns = vx_cost_gemv(&M->desc, p, 1);
     if (max_threads > 1) {
@@ -162,15 +173,13 @@ static int dot_shape(const vx_gemm_shape *s, const vx_device_desc *d)
     return vx_dot_takes(d, s->m, s->n) && s->k >= 1 && s->a_unit_stride && !s->b_unit_stride && plain_shape(s);
 }
 
-/* The dot-form plan on the cheapest thread count; it carries base (the
- * best GEMM plan) for the driver to fall back on, as gemv_plan does. */
+/* The dot-form plan on the cheapest thread count, carrying the best GEMM
+ * plan. */
 static vx_priced_plan dot_plan(const vx_cpu_model *M, const vx_problem *p, int max_threads,
                                const vx_gemm_plan *base)
 {
     vx_priced_plan r;
-    r.plan = *base;
-    r.plan.fallback = base->path;
-    r.plan.path = VX_PATH_DOT;
+    carry(&r, base, VX_PATH_DOT);
     r.plan.conv_via_nhwc = 0;
     vx_dot_blocks(&M->desc, p->m, p->k, &r.plan.kc, &r.plan.mc); /* nc stays the base plan's */
     r.predicted_ns = vx_cost_dot_best(&M->desc, p, max_threads, &r.plan.threads);

@@ -171,10 +171,10 @@ static int packs_b_on_read(const vx_gemm_args *g)
 static int b_rows_alias_in_l1(int64_t b_rs);
 
 /* The pk kernels for B's rows (ukernel.h): fetching into L2 where the rows
- * alias in L1 (b_rows_alias_in_l1). */
-static const vx_ukernel_pk_fn *pk_kernels(const job *J)
+ * alias in L1 (far: b_rows_alias_in_l1). */
+static const vx_ukernel_pk_fn *pk_kernels(const job *J, int far)
 {
-    return b_rows_alias_in_l1(J->g->b_rs) ? J->fam->pk_far : J->fam->pk;
+    return far ? J->fam->pk_far : J->fam->pk;
 }
 
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir.
@@ -191,7 +191,7 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     const int mr = P->mr, nr = P->nr;
     const int a_in_place = reads_a_in_place(g, mr), b_on_read = packs_b_on_read(g);
     const vx_ukernel_fn *kern = J->fam->kern[a_in_place ? VX_UK_AS_BP : VX_UK_AP_BP];
-    const vx_ukernel_pk_fn *kern_pk = b_on_read ? pk_kernels(J) : NULL;
+    const vx_ukernel_pk_fn *kern_pk = b_on_read ? pk_kernels(J, b_rows_alias_in_l1(g->b_rs)) : NULL;
     /* A's strides for the kernels: in place, the matrix's; packed, the
      * packed kernels take none */
     const int64_t a_rs = a_in_place ? g->a_rs : 0, a_cs = a_in_place ? g->a_cs : 0;
@@ -229,9 +229,9 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                         const int64_t mm = min64(mr, mb);
                         /* the pk kernels read A strided: a packed panel of mm
                          * rows is A with strides (1, mm) */
-                        kern_pk[mm - 1](kb, ablk, a_in_place ? a_rs : 1, a_in_place ? a_cs : mm, v->b + pc * g->b_rs + jc + jr, g->b_rs, cc,
-                                        g->c_rs, nn, g->alpha, beta, epilogue_at(g, v, last_k, ic, jc + jr, &epb),
-                                        bpan);
+                        kern_pk[mm - 1](kb, ablk, a_in_place ? a_rs : 1, a_in_place ? a_cs : mm,
+                                        v->b + pc * g->b_rs + jc + jr, g->b_rs, cc, g->c_rs, nn, g->alpha, beta,
+                                        epilogue_at(g, v, last_k, ic, jc + jr, &epb), bpan);
                         ir = mm;
                     }
                     for (; ir < mb; ir += mr) {
@@ -331,7 +331,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const vx_ukernel_fn *kern_bp = J->fam->kern[VX_UK_AS_BP];
     const int far = b_rows_alias_in_l1(g->b_rs);
     const vx_ukernel_fn *kern_bs = far ? J->fam->bs_far : J->fam->kern[VX_UK_AS_BS];
-    const vx_ukernel_pk_fn *kern_pk = pk_kernels(J);
+    const vx_ukernel_pk_fn *kern_pk = pk_kernels(J, far);
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);

@@ -57,4 +57,13 @@ int vx_pool_stream_recent(void);
  * 1.40x -> 1.50x of dnnl_sgemm (AMD Zen 5, NOTES.md, fifteenth session). */
 #define VX_POOL_STREAM_MIN_MACS (128.0 * 1024.0)
 
+/* Whether a call planned with `warm` (vx_pool_warm) on `threads` of a
+ * budget of `budget`, doing `macs` multiply-adds, is one of those calls: it
+ * notes its end, and replans as if the workers spun when
+ * vx_pool_stream_recent() says the last one ended just before. */
+static inline int vx_pool_stream_call(int warm, int budget, int threads, double macs)
+{
+    return !warm && budget > 1 && threads == 1 && macs >= VX_POOL_STREAM_MIN_MACS;
+}
+
 #endif
