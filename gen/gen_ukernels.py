@@ -258,7 +258,7 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             # in flight evict each other before they are read.
             for v in range(0, live, max(1, 16 // I.w)):
                 uo = f"({u} + {B_PREFETCH_ROWS}) * b_rs"
-                out.append(f"{indent}__builtin_prefetch(b + {uo} + {v * I.w}, 0, {2 if far else 3});")
+                out.append(f"{indent}__builtin_prefetch(pf + {uo} + {v * I.w}, 0, {2 if far else 3});")
         for v in range(live):
             ptr = b_ptr(v, u)
             # AVX-512 runs one masked loop for every n < nr (see below): each
@@ -286,7 +286,16 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
     def kloop(live, masked, indent):
         out = []
         out.append(f"{indent}int64_t p = 0;")
+        prefetching = not b_packed and not masked
+        if prefetching:
+            # The last rows of a walk fetch ahead the first rows of the
+            # next panel (nr columns on, k rows back), which the driver
+            # walks next: otherwise each walk starts with B_PREFETCH_ROWS
+            # rows fetched on demand.
+            out.append(f"{indent}const int64_t pf_wrap = {nr} - k * b_rs;")
         out.append(f"{indent}for (; p + {UNROLL} <= k; p += {UNROLL}) {{")
+        if prefetching:
+            out.append(f"{indent}  const float *pf = b + (p + {B_PREFETCH_ROWS + UNROLL} > k ? pf_wrap : 0);")
         for u in range(UNROLL):
             out.append(f"{indent}  {{")
             out += step(u, live, masked, indent + "    ")
@@ -294,6 +303,8 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         out += advance_packed(UNROLL, indent + "  ")
         out.append(f"{indent}}}")
         out.append(f"{indent}for (; p < k; ++p) {{")
+        if prefetching:
+            out.append(f"{indent}  const float *pf = b + pf_wrap;")
         out += step(0, live, masked, indent + "  ")
         out += advance_packed(1, indent + "  ")
         out.append(f"{indent}}}")
