@@ -61,6 +61,18 @@ static int build_l0(const vx_device_desc *d, vx_candidates *c, vx_l0_cand *out)
                 kept++;
             }
         }
+        /* and the largest power of two where it holds three quarters of
+         * the registers in accumulators: row counts are often multiples
+         * of 8 or 16, and 16x3072x768 ran on 8x48 tiles in 0.85x the time
+         * of 9 + 7 rows. Tiles with fewer accumulators (8x32) ran large
+         * shapes 3-6 % slower than the spread picks they would have
+         * replaced (AMD Zen 5; NOTES.md, sixteenth session). */
+        for (int i = nfast - 1; i >= 0; i--)
+            if ((fast[i] & (fast[i] - 1)) == 0) {
+                if (4 * fast[i] * vecs >= 3 * d->reg_limit)
+                    keep[fast[i]] = 1;
+                break;
+            }
         for (int m = F->m_max; m >= 1; m--)
             if (m <= VX_MAX_TILE_M && keep[m])
                 out[n++] = (vx_l0_cand){ (int16_t)f, (int16_t)m };
