@@ -360,10 +360,16 @@ static const char *non_finite(const vx_tune *t)
                           &t->bw_l3, &t->bw_dram, &t->bw_dram_all, &t->bw_strided, &t->bw_stride_stream, &t->bw_stride_tlb, &t->pack_b_narrow_ns[0], &t->pack_b_narrow_ns[1], &t->wake_ns, &t->wake_warm_ns, &t->call_ns, &t->mode_call_ns[0],
                           &t->mode_call_ns[1], &t->mode_call_ns[2] };
     static const char *const name[] = { "pack_a_ns", "pack_a_ns", "pack_b_ns", "pack_b_ns", "bw_l2",
-                                        "bw_l3", "bw_dram", "bw_dram_all", "bw_strided", "bw_stride_stream", "bw_stride_tlb", "pack_b_narrow_ns", "pack_b_narrow_ns", "wake_ns", "wake_warm_ns", "call_ns" };
+                                        "bw_l3", "bw_dram", "bw_dram_all", "bw_strided", "bw_stride_stream", "bw_stride_tlb", "pack_b_narrow_ns", "pack_b_narrow_ns", "wake_ns", "wake_warm_ns", "call_ns", "mode_call_ns", "mode_call_ns", "mode_call_ns" };
+    _Static_assert(sizeof d / sizeof d[0] == sizeof name / sizeof name[0], "a name for every value");
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (!isfinite(*d[i]))
             return name[i];
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (!isfinite(t->inplace_probe[isa].ns) || !isfinite(t->packed_probe[isa].ns))
+            return "a probe's time";
+    if (!isfinite(t->line_share_ns))
+        return "line_share_ns";
     return NULL;
 }
 
