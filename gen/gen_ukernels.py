@@ -50,6 +50,19 @@ def tiles(isa):
     return out
 
 
+def ordered_tile(isa, m, vecs):
+    """Whether the tile's k loop is written as asm statements the compiler
+    keeps in order, in pinned registers (accumulators from register 0, B's
+    vectors and the broadcast at the top): its accumulators, B vectors and
+    broadcast leave no room for a second set of B vectors. GCC otherwise
+    hoists the next step's B loads above the FMAs, runs out of registers
+    and spills accumulators: 9x48 stored and reloaded two zmm registers and
+    copied three per unrolled step. Ordered, 16x3072x768 on 9x48 ran 0.97x
+    the time, 1024^3 on 14x32 0.98x (AMD Zen 5; NOTES.md, sixteenth
+    session); the out-of-order core does the scheduling GCC did."""
+    return m * vecs + 2 * vecs + 1 > ISAS[isa]["regs"]
+
+
 def fname(isa, nr, m, variant):
     return f"vx_uk_{isa}_n{nr}_m{m}_{variant}"
 
@@ -88,6 +101,23 @@ class Isa:
 
     def fma(self, a, b, c):
         return f"{self.p}_fmadd_ps({a}, {b}, {c})"
+
+    # The ordered forms (ordered_tile): volatile asm statements, which the
+    # compiler neither moves past each other nor drops, on variables pinned
+    # to registers (reg).
+    def reg(self, i):
+        return f"{'zmm' if self.name == 'avx512' else 'ymm'}{i}"
+
+    def load_ordered(self, var, ptr, reg):
+        return (f'register {self.vt} {var} __asm__("{reg}"); __asm__ volatile("vmovups %[p], %[v]" : [v] "=v"({var}) '
+                f': [p] "m"(*(const {self.vt} *)({ptr})));')
+
+    def bcast_ordered(self, var, elem, reg):
+        return (f'register {self.vt} {var} __asm__("{reg}"); '
+                f'__asm__ volatile("vbroadcastss %[p], %[v]" : [v] "=v"({var}) : [p] "m"({elem}));')
+
+    def fma_ordered(self, a, b, c):
+        return f'__asm__ volatile("vfmadd231ps %[x], %[y], %[acc]" : [acc] "+v"({c}) : [x] "v"({a}), [y] "v"({b}));'
 
     def fma_acc(self, a, b, c):
         """c += a * b pinned in place. GCC otherwise rotates accumulators
@@ -174,6 +204,7 @@ def store_stage(I, m, V, full, ind):
 def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, far=False):
     I = Isa(isa)
     V = nr // I.w
+    ordered = ordered_tile(isa, m, V)
     L = []
     L.append(f"void {fname(isa, nr, m, variant + (FAR_SUFFIX if far else ''))}"
              f"{SIG_SEG if seg else SIG_PK if pack_out else SIG}")
@@ -183,7 +214,11 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
     if b_packed:
         L.append("    (void)b_rs;")
     for i in range(m):
-        L.append("    " + " ".join(f"{I.vt} c{i}_{v} = {I.zero()};" for v in range(V)))
+        if ordered:
+            L.append("    " + " ".join(f"register {I.vt} c{i}_{v} __asm__(\"{I.reg(i * V + v)}\") = {I.zero()};"
+                                       for v in range(V)))
+        else:
+            L.append("    " + " ".join(f"{I.vt} c{i}_{v} = {I.zero()};" for v in range(V)))
     for v in range(V):
         L.append("    " + I.mask_decl(v))
     if not a_packed and m == 1:
@@ -266,7 +301,10 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             # columns (and the packed panel get those floats, not zeros).
             each = masked and I.name == "avx512"
             ld = I.mload(v, ptr) if each or (masked and v == live - 1) else I.load(ptr)
-            out.append(f"{indent}const {I.vt} b{v} = {ld};")
+            if ordered and ld == I.load(ptr):
+                out.append(f"{indent}{I.load_ordered(f'b{v}', ptr, I.reg(ISAS[isa]['regs'] - 1 - V + v))}")
+            else:
+                out.append(f"{indent}const {I.vt} b{v} = {ld};")
         if pack_out:
             # The panel as the packed kernels read it: nr floats per step,
             # zero past the n valid columns (masked loads give zeros).
@@ -274,9 +312,13 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
                 val = f"b{v}" if v < live else I.zero()
                 out.append(f"{indent}{I.store(f'bpk + {u * nr + v * I.w}', val)}")
         for i in range(m):
-            out.append(f"{indent}{{ const {I.vt} ai = {I.bcast(a_elem(i, u))};")
+            if ordered:
+                out.append(f"{indent}{{ {I.bcast_ordered('ai', a_elem(i, u), I.reg(ISAS[isa]['regs'] - 1))}")
+            else:
+                out.append(f"{indent}{{ const {I.vt} ai = {I.bcast(a_elem(i, u))};")
             for v in range(live):
-                out.append(f"{indent}  {I.fma_acc('ai', f'b{v}', f'c{i}_{v}')}")
+                fma = I.fma_ordered if ordered else I.fma_acc
+                out.append(f"{indent}  {fma('ai', f'b{v}', f'c{i}_{v}')}")
             out.append(f"{indent}}}")
         out += advance_in_place(indent)
         return out
