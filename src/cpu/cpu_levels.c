@@ -119,13 +119,19 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->keep_per_family = 3;
     d->keep_rate_frac = 0.85;
 
-    /* L1: kc from 128 to 512 (NOTES.md: long k blocks win until the B panel
-     * leaves L2; each C tile is loaded and stored once per k block); the
-     * packed A block fills a quarter or half of L2, the packed B block half
-     * of this core's share of L3. */
+    /* L1: kc from 128 to 512, 768 for the AVX-512 families (NOTES.md: long
+     * k blocks win until the B panel leaves L2; each C tile is loaded and
+     * stored once per k block, and each panel walk of an in-place B starts
+     * anew). 768 against the model's 128-512 picks, forced, 2 AMD Zen 5
+     * cores: 29x1795x1845 0.90-0.92x the time, 32x2077x531 0.92x,
+     * 272x2304x768 packed 0.97x, 1024x3072x768 0.985x, 2048^3 1.00x (1024
+     * gained no more than 0.5 %); the AVX2 4x24 tiles' packed BERT layers
+     * ran 1.02-1.10x the time with it. The slices (m0 + n0) x kc must fit a
+     * quarter of L2 (cap_slice); the packed A block fills a quarter or half
+     * of L2, the packed B block half of this core's share of L3. */
     d->k_step = 64;
-    static const int kc_mult[] = { 2, 3, 4, 6, 8 };
-    d->nkc = (int)(sizeof kc_mult / sizeof kc_mult[0]);
+    static const int kc_mult[] = { 2, 3, 4, 6, 8, 12 };
+    d->nkc = (int)(sizeof kc_mult / sizeof kc_mult[0]) - (isa == VX_ISA_AVX512 ? 0 : 1);
     memcpy(d->kc_mult, kc_mult, sizeof kc_mult);
     const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
     d->cap_a = hw->l2_bytes;
