@@ -205,6 +205,18 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
     I = Isa(isa)
     V = nr // I.w
     ordered = ordered_tile(isa, m, V)
+    # The ordered tiles' registers: accumulators from the bottom, the
+    # broadcast at the top and B's vectors just below it.
+    top = ISAS[isa]["regs"] - 1
+
+    def acc_reg(i, v):
+        return I.reg(i * V + v)
+
+    def b_reg(v):
+        return I.reg(top - V + v)
+
+    bcast_reg = I.reg(top)
+    fma = I.fma_ordered if ordered else I.fma_acc
     L = []
     L.append(f"void {fname(isa, nr, m, variant + (FAR_SUFFIX if far else ''))}"
              f"{SIG_SEG if seg else SIG_PK if pack_out else SIG}")
@@ -215,7 +227,7 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         L.append("    (void)b_rs;")
     for i in range(m):
         if ordered:
-            L.append("    " + " ".join(f"register {I.vt} c{i}_{v} __asm__(\"{I.reg(i * V + v)}\") = {I.zero()};"
+            L.append("    " + " ".join(f"register {I.vt} c{i}_{v} __asm__(\"{acc_reg(i, v)}\") = {I.zero()};"
                                        for v in range(V)))
         else:
             L.append("    " + " ".join(f"{I.vt} c{i}_{v} = {I.zero()};" for v in range(V)))
@@ -300,10 +312,11 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             # vector is masked, or a short row would be read past its n
             # columns (and the packed panel get those floats, not zeros).
             each = masked and I.name == "avx512"
-            ld = I.mload(v, ptr) if each or (masked and v == live - 1) else I.load(ptr)
-            if ordered and ld == I.load(ptr):
-                out.append(f"{indent}{I.load_ordered(f'b{v}', ptr, I.reg(ISAS[isa]['regs'] - 1 - V + v))}")
+            masked_load = each or (masked and v == live - 1)
+            if ordered and not masked_load:
+                out.append(f"{indent}{I.load_ordered(f'b{v}', ptr, b_reg(v))}")
             else:
+                ld = I.mload(v, ptr) if masked_load else I.load(ptr)
                 out.append(f"{indent}const {I.vt} b{v} = {ld};")
         if pack_out:
             # The panel as the packed kernels read it: nr floats per step,
@@ -313,11 +326,10 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
                 out.append(f"{indent}{I.store(f'bpk + {u * nr + v * I.w}', val)}")
         for i in range(m):
             if ordered:
-                out.append(f"{indent}{{ {I.bcast_ordered('ai', a_elem(i, u), I.reg(ISAS[isa]['regs'] - 1))}")
+                out.append(f"{indent}{{ {I.bcast_ordered('ai', a_elem(i, u), bcast_reg)}")
             else:
                 out.append(f"{indent}{{ const {I.vt} ai = {I.bcast(a_elem(i, u))};")
             for v in range(live):
-                fma = I.fma_ordered if ordered else I.fma_acc
                 out.append(f"{indent}  {fma('ai', f'b{v}', f'c{i}_{v}')}")
             out.append(f"{indent}}}")
         out += advance_in_place(indent)
