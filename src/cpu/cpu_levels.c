@@ -130,8 +130,9 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * quarter of L2 (cap_slice); the packed A block fills a quarter or half
      * of L2, the packed B block half of this core's share of L3. */
     d->k_step = 64;
-    static const int kc_mult[] = { 2, 3, 4, 6, 8, 12 };
-    d->nkc = (int)(sizeof kc_mult / sizeof kc_mult[0]) - (isa == VX_ISA_AVX512 ? 0 : 1);
+    static const int kc_mult[] = { 2, 3, 4, 6, 8, 12 /* AVX-512 only: the last */ };
+    const int all_kc = (int)(sizeof kc_mult / sizeof kc_mult[0]);
+    d->nkc = isa == VX_ISA_AVX512 ? all_kc : all_kc - 1;
     memcpy(d->kc_mult, kc_mult, sizeof kc_mult);
     const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
     d->cap_a = hw->l2_bytes;
