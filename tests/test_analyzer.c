@@ -131,7 +131,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
         for (int j = 0; j < NDIMS; j += 2)
             for (int l = 1; l < NDIMS; l += 3)
                 for (int t = 1; t <= 2; t++) {
-                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
                     const int n = expect_pruning_exact(vt_isa, &s, t, all, "gemm");
                     cr_assert(n <= RANK_MAX, "rank returned %d", n);
                     for (int r = 1; r < n && r < RANK_MAX; r++)
@@ -180,8 +180,8 @@ static int64_t pick(vt_rng *r, int64_t lo, int64_t hi)
 
 /* The bounds must hold for every combination of the view's fields, not
  * only for those real convolutions produce: random sizes (1 .. 10^5),
- * strides, gathers, tap segments, pixel rows with edge tiles and padded
- * fractions of k, on 1 and 2 units with warm and cold pools. */
+ * strides, gathers, tap segments, pixel rows with edge tiles, images and
+ * padded fractions of k, on 1 and 2 units with warm and cold pools. */
 VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
 {
     vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
@@ -191,7 +191,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
     for (int i = 0; i < 400; i++) {
         vx_gemm_shape s = { pick(&r, 1, 100000), pick(&r, 1, 20000), pick(&r, 1, 50000),
                             vt_rng_next(&r) % 5 != 0, vt_rng_next(&r) % 5 != 0, (int)(vt_rng_next(&r) % 2),
-                            0, 0, 0, 0, 0, 0, 0, 0, 0 };
+                            0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
         if (i % 3 == 0) { /* a convolution-like view */
             s.a_gathered = vt_rng_next(&r) % 4 == 0;
             s.a_seg = pick(&r, 1, 512);
@@ -201,6 +201,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
             s.a_edge = s.a_row ? (int64_t)(vt_rng_next(&r) % 5) : 0;
             s.a_kfrac = vt_rng_next(&r) % 2 ? (double)(vt_rng_next(&r) >> 11) * 0x1p-53 : 0;
             s.b_kfrac = vt_rng_next(&r) % 2 ? (double)(vt_rng_next(&r) >> 11) * 0x1p-53 : 0;
+            s.a_img = s.a_row && vt_rng_next(&r) % 2 ? s.a_row * pick(&r, 1, 60) : 0;
         }
         const int t = 1 + (int)(vt_rng_next(&r) % 2);
         char what[32];
@@ -220,7 +221,7 @@ VT_ISA_TEST(search, every_ranked_plan_is_correct, TMO)
     vx_set_num_threads(2);
     int checked = 0;
     for (int s_i = 0; s_i < 3; s_i++) {
-        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
         const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
         /* every plan on the smallest shape, a stride through the others */
         const int step = s_i == 2 ? 1 : 7;
@@ -264,7 +265,7 @@ VT_ISA_TEST(search, dot_plans_only_for_transposed_b, TMO)
     for (int i = 0; i < 7; i++)
         for (int strides = 0; strides < 4; strides++) {
             const int b_unit = strides & 1, a_unit = strides >> 1;
-            vx_gemm_shape s = { shapes[i][0], shapes[i][1], shapes[i][2], b_unit, a_unit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+            vx_gemm_shape s = { shapes[i][0], shapes[i][1], shapes[i][2], b_unit, a_unit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
             const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
             int dots = 0;
             for (int r = 0; r < n && r < RANK_MAX; r++) {
@@ -326,6 +327,49 @@ Test(plancache, hit_returns_what_was_put_and_clear_forgets)
     cr_assert(!vx_plan_cache_get(&k1, &q), "hit after clear");
 }
 
+/* Field by field: plans copied through different paths differ in their
+ * padding bytes. */
+static int same_plan(const vx_gemm_plan *a, const vx_gemm_plan *b)
+{
+    return a->isa == b->isa && a->path == b->path && a->family == b->family && a->mr == b->mr && a->nr == b->nr &&
+           a->mc == b->mc && a->kc == b->kc && a->nc == b->nc && a->threads_m == b->threads_m &&
+           a->threads_n == b->threads_n && a->threads == b->threads && a->fallback == b->fallback &&
+           a->conv_via_nhwc == b->conv_via_nhwc;
+}
+
+/* Two convolutions whose implicit GEMMs agree in m, n and k (49 x 512 x
+ * 4608: one 7x7 output of 512 3x3 filters, from a 7x7 input at stride 1 or
+ * a 14x14 one at stride 2) but not in their padded taps: each must get its
+ * own plan, whichever was planned first (one cache slot once served both). */
+VT_ISA_TEST(plancache, conv_views_equal_in_size_are_planned_apart, TMO)
+{
+    vx_conv2d_params p[2];
+    vx_conv_view v[2];
+    vx_gemm_plan fresh[2];
+    for (int i = 0; i < 2; i++) {
+        p[i] = (vx_conv2d_params){ .layout = VX_NHWC, .n = 1, .c = 512, .h = 7 << i, .w = 7 << i, .k = 512, .r = 3,
+                                   .s = 3, .stride_h = 1 + i, .stride_w = 1 + i, .pad_h = 1, .pad_w = 1,
+                                   .dilation_h = 1, .dilation_w = 1, .groups = 1 };
+        vx_conv_view_of(&p[i], &v[i]);
+        vx_priced_plan r;
+        cr_assert_eq(vx_conv_rank(&p[i], &v[i], vt_isa, 2, 1, &r, 1), 1);
+        fresh[i] = r.plan;
+    }
+    cr_assert(v[0].m == v[1].m && v[0].n == v[1].n && v[0].k == v[1].k, "the views differ in size");
+    cr_assert_neq(vx_shape_geometry_key(&v[0].shape), vx_shape_geometry_key(&v[1].shape),
+                  "different padded taps, one geometry key");
+    for (int first = 0; first < 2; first++) {
+        vx_plan_cache_clear();
+        vx_gemm_plan got[2];
+        vx_plan_conv(&p[first], &v[first], vt_isa, 2, 1, &got[first]);
+        vx_plan_conv(&p[!first], &v[!first], vt_isa, 2, 1, &got[!first]);
+        for (int i = 0; i < 2; i++)
+            cr_assert(same_plan(&got[i], &fresh[i]),
+                      "conv %d planned after conv %d got another plan than on its own", i, first);
+    }
+    vx_plan_cache_clear();
+}
+
 enum { CONC_THREADS = 8, CONC_SHAPES = 300 };
 static vx_gemm_plan g_expect[CONC_SHAPES];
 static vx_isa g_isa;
@@ -333,7 +377,7 @@ static pthread_barrier_t g_bar;
 
 static vx_gemm_shape conc_shape(int i)
 {
-    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 }
 
 static void *conc_worker(void *arg)

@@ -94,6 +94,7 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
             const int64_t right = reach > 0 ? cdiv(reach, p->stride_w) : 0;
             v->shape.a_row = v->q;
             v->shape.a_edge = left + right < v->q ? left + right : v->q;
+            v->shape.a_img = v->p * v->q;
             const double frac = tap_fraction(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h) *
                                 tap_fraction(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w);
             v->shape.a_kfrac = frac < 0.999 ? frac : 0.0;
@@ -263,12 +264,13 @@ void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa is
     const vx_conv_view v = *view;
     if (max_threads < 1)
         max_threads = 1;
-    /* The choice depends only on the view: key it by that. */
+    /* The choice depends only on the view: key it by that (its sizes, and
+     * the geometry its in-place patches are priced by). */
     const vx_plan_key key = { v.m, v.n, v.k,
                               ((int64_t)1 << 50) | (int64_t)p->layout | ((int64_t)v.pointwise << 1) |
                                   ((int64_t)v.depthwise << 2) | ((int64_t)isa << 3) |
                                   ((int64_t)(pool_warm != 0) << 5) | ((int64_t)max_threads << 6),
-                              v.items };
+                              v.items ^ (vx_shape_geometry_key(&v.shape) << 20) };
     vx_path forced = VX_PATH_AUTO;
     if (vx_plan_apply_override(&v.shape, NULL, &forced)) {
         /* Testing: the best GEMM plan with the override applied, or the

@@ -171,6 +171,8 @@ typedef struct {
     int64_t a_run, b_run;      /* > 0: a copied A / B is gathered from runs this long */
     int64_t a_row, a_edge;     /* a_row > 0: A in place comes in rows of a_row (output
                                   pixels), each with a_edge tiles of one row at its edges */
+    int64_t a_img;             /* > 0: ... and in images of a_img rows (output pixels),
+                                  whose same pixels a tile may stack (conv_inplace.c) */
     double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the

@@ -31,6 +31,7 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->b_run = s->b_run;
     p->a_row = s->a_row;
     p->a_edge = s->a_edge;
+    p->a_img = s->a_img;
     p->a_kfrac = s->a_kfrac;
     p->b_kfrac = s->b_kfrac;
     p->units_warm = s->pool_warm != 0;
@@ -103,8 +104,14 @@ static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
  * pixel rows or padded fractions of k. */
 static int plain_shape(const vx_gemm_shape *s)
 {
-    return !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_run == 0 && s->b_run == 0 &&
-           !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+    return !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_img == 0 && s->a_run == 0 &&
+           s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+}
+
+int64_t vx_shape_geometry_key(const vx_gemm_shape *s)
+{
+    return s->a_seg ^ (s->a_run << 24) ^ (s->b_run << 40) ^ (s->a_row << 48) ^ (s->a_edge << 58) ^
+           (s->a_img << 36) ^ ((int64_t)(s->a_kfrac * 65536.0) << 8) ^ ((int64_t)(s->b_kfrac * 65536.0) << 30);
 }
 
 /* A matrix-vector product, or a few of them sharing B, on plain matrices
@@ -352,8 +359,7 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
     const vx_plan_key key = { s->m, s->n, s->k,
                               key_flags(s->b_unit_stride, s->a_unit_stride, isa, s->pool_warm, max_threads,
                                         s->a_gathered, s->b_gathered),
-                              s->a_seg ^ (s->a_run << 24) ^ (s->b_run << 40) ^ (s->a_row << 48) ^ (s->a_edge << 58) ^
-                                  ((int64_t)(s->a_kfrac * 65536.0) << 8) ^ ((int64_t)(s->b_kfrac * 65536.0) << 30) };
+                              vx_shape_geometry_key(s) };
     if (!vx_plan_cache_get(&key, out)) {
         vx_priced_plan best;
         vx_gemm_rank(s, isa, max_threads, &best, 1);

@@ -34,6 +34,7 @@ typedef struct {
                               a_edge one-row tiles at its edges (see levels.h) */
     double a_kfrac;       /* in (0, 1): in place, only this fraction of k is computed */
     double b_kfrac;       /* in (0, 1): ... and only this fraction of B's rows copied */
+    int64_t a_img;        /* > 0: A in place comes in images of a_img rows (see levels.h) */
 } vx_gemm_shape;
 
 typedef struct {
@@ -54,6 +55,12 @@ typedef struct {
 
 /* Fill *out for this shape, ISA and thread budget. Never fails. */
 void vx_plan_gemm(const vx_gemm_shape *shape, vx_isa isa, int max_threads, vx_gemm_plan *out);
+
+/* A hash of what a convolution's implicit GEMM adds to a shape (its tap
+ * segments, runs, pixel rows and images, padded fractions of k): part of
+ * every plan cache key, since shapes equal in m, n and k but not in these
+ * are priced apart. 0 for plain matrices. */
+int64_t vx_shape_geometry_key(const vx_gemm_shape *shape);
 
 /* The same for a plain GEMM (no convolution fields), without building the
  * shape on a cache hit (every dyn_gemm call). */
