@@ -159,7 +159,7 @@ static void selection_cost(const shape *shapes, int n, vx_isa isa, int threads)
     enum { REPS = 20, HITS = 100 };
     vx_gemm_plan p;
     vx_cpu_model_reset();
-    const vx_gemm_shape first = { 7, 7, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    const vx_gemm_shape first = { .m = 7, .n = 7, .k = 7, .b_unit_stride = 1, .a_unit_stride = 1 };
     vx_plan_cache_clear();
     double t0 = bench_now();
     vx_plan_gemm(&first, isa, threads, &p);
@@ -173,7 +173,8 @@ static void selection_cost(const shape *shapes, int n, vx_isa isa, int threads)
     int calls = 0;
     for (int r = 0; r < REPS; r++)
         for (int i = 0; i < n; i++) {
-            const vx_gemm_shape gs = { shapes[i].m, shapes[i].n, shapes[i].k, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+            const vx_gemm_shape gs = { .m = shapes[i].m, .n = shapes[i].n, .k = shapes[i].k,
+                                       .b_unit_stride = 1, .a_unit_stride = 1 };
             vx_plan_cache_clear();
             t0 = bench_now();
             vx_plan_gemm(&gs, isa, threads, &p);
@@ -293,7 +294,8 @@ int main(int argc, char **argv)
         o->s = shapes[i];
         /* pool_warm: the plans are timed back to back, so the workers spin
          * between calls and dyn_gemm plans with the warm region cost */
-        const vx_gemm_shape gs = { o->s.m, o->s.n, o->s.k, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        const vx_gemm_shape gs = { .m = o->s.m, .n = o->s.n, .k = o->s.k,
+                                   .b_unit_stride = 1, .a_unit_stride = 1, .pool_warm = 1 };
         const int n = vx_gemm_rank(&gs, (vx_isa)isa, threads, ranked, RANK_MAX);
         const int have = n < RANK_MAX ? n : RANK_MAX;
         int np = 0;

@@ -131,7 +131,8 @@ VT_ISA_TEST(search, pruning_keeps_the_best, TMO)
         for (int j = 0; j < NDIMS; j += 2)
             for (int l = 1; l < NDIMS; l += 3)
                 for (int t = 1; t <= 2; t++) {
-                    vx_gemm_shape s = { dims[i], dims[j], dims[l], (i + j) % 3 != 0, l % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+                    vx_gemm_shape s = { .m = dims[i], .n = dims[j], .k = dims[l],
+                                        .b_unit_stride = (i + j) % 3 != 0, .a_unit_stride = l % 2 };
                     const int n = expect_pruning_exact(vt_isa, &s, t, all, "gemm");
                     cr_assert(n <= RANK_MAX, "rank returned %d", n);
                     for (int r = 1; r < n && r < RANK_MAX; r++)
@@ -189,9 +190,9 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
     vt_rng r;
     vt_rng_seed(&r, 0x5EA2C4);
     for (int i = 0; i < 400; i++) {
-        vx_gemm_shape s = { pick(&r, 1, 100000), pick(&r, 1, 20000), pick(&r, 1, 50000),
-                            vt_rng_next(&r) % 5 != 0, vt_rng_next(&r) % 5 != 0, (int)(vt_rng_next(&r) % 2),
-                            0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        vx_gemm_shape s = { .m = pick(&r, 1, 100000), .n = pick(&r, 1, 20000), .k = pick(&r, 1, 50000),
+                            .b_unit_stride = vt_rng_next(&r) % 5 != 0, .a_unit_stride = vt_rng_next(&r) % 5 != 0,
+                            .pool_warm = (int)(vt_rng_next(&r) % 2) };
         if (i % 3 == 0) { /* a convolution-like view */
             s.a_gathered = vt_rng_next(&r) % 4 == 0;
             s.a_seg = pick(&r, 1, 512);
@@ -202,6 +203,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
             s.a_kfrac = vt_rng_next(&r) % 2 ? (double)(vt_rng_next(&r) >> 11) * 0x1p-53 : 0;
             s.b_kfrac = vt_rng_next(&r) % 2 ? (double)(vt_rng_next(&r) >> 11) * 0x1p-53 : 0;
             s.a_img = s.a_row && vt_rng_next(&r) % 2 ? s.a_row * pick(&r, 1, 60) : 0;
+            s.a_edge_rows = s.a_img ? (int64_t)(vt_rng_next(&r) % 5) : 0;
         }
         const int t = 1 + (int)(vt_rng_next(&r) % 2);
         char what[32];
@@ -221,7 +223,8 @@ VT_ISA_TEST(search, every_ranked_plan_is_correct, TMO)
     vx_set_num_threads(2);
     int checked = 0;
     for (int s_i = 0; s_i < 3; s_i++) {
-        vx_gemm_shape s = { shapes[s_i][0], shapes[s_i][1], shapes[s_i][2], 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+        vx_gemm_shape s = { .m = shapes[s_i][0], .n = shapes[s_i][1], .k = shapes[s_i][2],
+                            .b_unit_stride = 1, .a_unit_stride = 1 };
         const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
         /* every plan on the smallest shape, a stride through the others */
         const int step = s_i == 2 ? 1 : 7;
@@ -265,7 +268,8 @@ VT_ISA_TEST(search, dot_plans_only_for_transposed_b, TMO)
     for (int i = 0; i < 7; i++)
         for (int strides = 0; strides < 4; strides++) {
             const int b_unit = strides & 1, a_unit = strides >> 1;
-            vx_gemm_shape s = { shapes[i][0], shapes[i][1], shapes[i][2], b_unit, a_unit, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+            vx_gemm_shape s = { .m = shapes[i][0], .n = shapes[i][1], .k = shapes[i][2],
+                                .b_unit_stride = b_unit, .a_unit_stride = a_unit };
             const int n = vx_gemm_rank(&s, vt_isa, 2, all, RANK_MAX);
             int dots = 0;
             for (int r = 0; r < n && r < RANK_MAX; r++) {
@@ -377,7 +381,8 @@ static pthread_barrier_t g_bar;
 
 static vx_gemm_shape conc_shape(int i)
 {
-    return (vx_gemm_shape){ 1 + (i * 37) % 900, 1 + (i * 53) % 1100, 1 + (i * 71) % 700, i % 3 != 0, i % 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    return (vx_gemm_shape){ .m = 1 + (i * 37) % 900, .n = 1 + (i * 53) % 1100, .k = 1 + (i * 71) % 700,
+                            .b_unit_stride = i % 3 != 0, .a_unit_stride = i % 2 };
 }
 
 static void *conc_worker(void *arg)
@@ -699,8 +704,10 @@ VT_ISA_TEST(cost, inplace_overlap_scales_the_streams_and_calibrates, TMO)
     for (int j = 0; j < c.n1 && l1p < 0; j++)
         if (c.l1[j].mode == VX_LOAD_NONE && c.l1[j].l0 == c.l1[l1].l0 && vx_cost_kc(c.l1[j].kc, 384) == 384)
             l1p = j;
-    if (l1p < 0)
+    if (l1p < 0) {
+        vx_candidates_free(&c);
         return; /* no candidate with this k block: the price check above stands */
+    }
     /* the probe's extra time at stall 0.3: the price at overlap 0.7 minus
      * the price with everything overlapped */
     vx_device_desc e = d;
@@ -712,6 +719,7 @@ VT_ISA_TEST(cost, inplace_overlap_scales_the_streams_and_calibrates, TMO)
     const double s = vx_cost_inplace_stall(&d, fam, m, 2304, 384, t);
     cr_assert_float_eq(s, 0.3, 0.02, "calibrated stall %g from a run priced at 0.3", s);
     cr_assert_float_eq(vx_cost_inplace_stall(&d, fam, m, 2304, 384, 0), 1.0, 1e-12, "not measured: full price");
+    vx_candidates_free(&c);
 }
 
 /* A unit reads its share of B (its grid column's columns), which lives

@@ -42,6 +42,8 @@ static const shape shapes[] = {
     { 1, 9, 4, 12, 9, 3, 1, 1, 4, 2, 9 },       /* depthwise, pad > r */
     { 1, 1, 7, 23, 5, 3, 7, 2, 3, 1, 1 },       /* one channel: NHWC gathers whole filter rows, */
     { 2, 2, 5, 19, 3, 1, 9, 1, 4, 1, 1 },       /* cut by the padding on both sides */
+    { 3, 20, 7, 7, 24, 3, 3, 1, 1, 1, 1 },      /* small maps: edge pixels stacked down the rows */
+    { 1, 12, 14, 5, 20, 5, 3, 1, 2, 1, 1 },     /* or across images; two rows of edge classes */
 };
 
 static void run_forced(const vx_gemm_plan *ov, const char *what)

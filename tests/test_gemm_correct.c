@@ -194,7 +194,7 @@ VT_ISA_TEST(shapes, around_blocking, TMO)
         vt_check(&c);
     }
     /* the planner's blocking for a large problem */
-    vx_gemm_shape sh = {1024, 1024, 1024, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    vx_gemm_shape sh = { .m = 1024, .n = 1024, .k = 1024, .b_unit_stride = 1, .a_unit_stride = 1 };
     vx_gemm_plan pl;
     memset(&pl, 0, sizeof pl);
     vx_plan_gemm(&sh, vt_isa, 1, &pl);

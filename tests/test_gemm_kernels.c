@@ -722,7 +722,8 @@ static void check_plan(vx_isa isa)
             for (int l = 0; l < nd; l += 2)
                 for (int t = 0; t < 6; t++)
                     for (int us = 0; us < 4; us++) {
-                        vx_gemm_shape sh = {dims[i], dims[j], dims[l], us & 1, (us >> 1) & 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+                        vx_gemm_shape sh = { .m = dims[i], .n = dims[j], .k = dims[l],
+                                             .b_unit_stride = us & 1, .a_unit_stride = (us >> 1) & 1 };
                         vx_gemm_plan p;
                         memset(&p, 0x5A, sizeof p);
                         vx_plan_gemm(&sh, isa, threads[t], &p);
@@ -810,7 +811,7 @@ Test(planner, plain_lookup_matches_the_shape_lookup, .timeout = TMO)
 
 Test(planner, describe_truncates)
 {
-    vx_gemm_shape sh = {500, 600, 700, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    vx_gemm_shape sh = { .m = 500, .n = 600, .k = 700, .b_unit_stride = 1, .a_unit_stride = 1 };
     vx_gemm_plan p;
     vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &p);
     char big[256], small[8];
@@ -839,7 +840,7 @@ static int plan_eq(const vx_gemm_plan *a, const vx_gemm_plan *b)
 Test(planner, memo_follows_budget_and_override)
 {
     const vx_ukernel_set *set = vx_ukernels(VX_ISA_AVX2);
-    vx_gemm_shape sh = {1500, 1400, 700, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    vx_gemm_shape sh = { .m = 1500, .n = 1400, .k = 700, .b_unit_stride = 1, .a_unit_stride = 1 };
     vx_gemm_plan p2, p1, again, forced, after;
     vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &p2);
     vx_plan_gemm(&sh, VX_ISA_AVX2, 1, &p1);
@@ -869,7 +870,7 @@ Test(planner, override_applies)
     const vx_ukernel_family *fam = &set->families[set->nfamilies - 1];
     vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_PACKED, .nr = fam->nr, .mr = 1, .mc = 3, .kc = 5,
                                            .nc = 2 * fam->nr, .threads_m = 2, .threads_n = 1 });
-    vx_gemm_shape sh = {300, 300, 300, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    vx_gemm_shape sh = { .m = 300, .n = 300, .k = 300, .b_unit_stride = 1, .a_unit_stride = 1 };
     vx_gemm_plan p;
     vx_plan_gemm(&sh, VX_ISA_AVX2, 2, &p);
     char pd[128];

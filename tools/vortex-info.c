@@ -343,9 +343,9 @@ int main(int argc, char **argv)
         /* Same canonicalisation as dyn_gemm: column-major swaps the roles. */
         vx_gemm_shape s;
         if (!col) {
-            s = (vx_gemm_shape){ m, n, k, !tb, !ta, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+            s = (vx_gemm_shape){ .m = m, .n = n, .k = k, .b_unit_stride = !tb, .a_unit_stride = !ta };
         } else {
-            s = (vx_gemm_shape){ n, m, k, !ta, !tb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+            s = (vx_gemm_shape){ .m = n, .n = m, .k = k, .b_unit_stride = !ta, .a_unit_stride = !tb };
         }
         char what[128];
         snprintf(what, sizeof what, "gemm %s %s%s m=%lld n=%lld k=%lld", col ? "col" : "row", ta ? "T" : "N",

@@ -95,6 +95,10 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
             v->shape.a_row = v->q;
             v->shape.a_edge = left + right < v->q ? left + right : v->q;
             v->shape.a_img = v->p * v->q;
+            const int64_t top = cdiv(p->pad_h, p->stride_h);
+            const int64_t below = (v->p - 1) * p->stride_h - p->pad_h + p->dilation_h * (p->r - 1) - (p->h - 1);
+            const int64_t bottom = below > 0 ? cdiv(below, p->stride_h) : 0;
+            v->shape.a_edge_rows = top + bottom < v->p ? top + bottom : v->p;
             const double frac = tap_fraction(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h) *
                                 tap_fraction(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w);
             v->shape.a_kfrac = frac < 0.999 ? frac : 0.0;
@@ -270,7 +274,8 @@ void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa is
                               ((int64_t)1 << 50) | (int64_t)p->layout | ((int64_t)v.pointwise << 1) |
                                   ((int64_t)v.depthwise << 2) | ((int64_t)isa << 3) |
                                   ((int64_t)(pool_warm != 0) << 5) | ((int64_t)max_threads << 6),
-                              v.items ^ (vx_shape_geometry_key(&v.shape) << 20) };
+                              (int64_t)(((uint64_t)v.items ^ ((uint64_t)vx_shape_geometry_key(&v.shape) << 20)) &
+                                        INT64_MAX) };
     vx_path forced = VX_PATH_AUTO;
     if (vx_plan_apply_override(&v.shape, NULL, &forced)) {
         /* Testing: the best GEMM plan with the override applied, or the

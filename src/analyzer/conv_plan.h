@@ -17,6 +17,18 @@ enum { VX_CONV_DIRECT_MAX_TAPS = 64 };
 /* ... and the NHWC in-place path a filter row's tap columns and a pixel's
  * valid taps. */
 enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLACE_MAX_PANELS = 512 };
+/* The NHWC in-place path (conv_inplace.c) cuts a map into pieces whose
+ * pixels read the same valid taps. A piece len pixels wide and `rows` rows
+ * (or images) tall goes stacked across its rows, one tile of up to mr rows
+ * per pixel, where that makes fewer tiles than along them (a tile per mr
+ * pixels of each row): the one-pixel pieces at a small map's padded edges,
+ * whose one-row tiles run at a third of a full tile's rate per row. The
+ * analyzer prices the same choice (cost.c, conv_rows_time). */
+static inline int vx_conv_stack_wins(int64_t len, int64_t rows, int64_t mr)
+{
+    return len * ((rows + mr - 1) / mr) < rows * ((len + mr - 1) / mr);
+}
+
 /* Longest contiguous run the NHWC patch gather copies at once (conv_gather.c;
  * the analyzer prices the copy by it). */
 enum { VX_CONV_GATHER_RUN_MAX = 64 };

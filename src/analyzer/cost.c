@@ -17,6 +17,7 @@
  * Padding enters only through the ceilings of the L2 grid and the column
  * tiles (a ragged last column tile costs a full one). */
 #include "analyzer/cost.h"
+#include "analyzer/conv_plan.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -439,13 +440,15 @@ static double b_copied_k(const vx_problem *p, int mode)
  * padding are skipped (a_kfrac of k is computed), pixel tiles never cross an
  * output row, and the a_edge pixels of each row whose taps reach into the
  * padding run as tiles of their own (one pixel each, mostly), so a row of
- * a_row pixels costs its interior tiles plus a_edge one-row tiles. Where
- * the cell holds two or more whole images of a_img pixels, the executor
- * stacks the same pixel of up to m0 images into one tile instead when that
- * makes a quarter fewer tiles (conv_inplace.c, run_pixels): small maps,
- * where most tiles are edge pixels' one-row tiles, which run at a third of
- * a full tile's rate per row. 32x512x7x7, 512 3x3 filters (Zen 5): priced
- * 17.4 ms as one-row edge tiles, ran 13.7-13.9 ms. */
+ * a_row pixels costs its interior tiles plus a_edge one-row tiles. With
+ * images of a_img pixels, the rows whose taps stay inside vertically stack
+ * their edge pixels down the rows instead (vx_conv_stack_wins); and where
+ * the cell holds two or more whole images, the executor stacks the same
+ * pixel of up to m0 images into one tile when that makes a quarter fewer
+ * tiles (conv_inplace.c, run_pixels). Both for small maps, where most
+ * tiles were edge pixels' one-row tiles, which run at a third of a full
+ * tile's rate per row. 32x512x7x7, 512 3x3 filters (Zen 5): priced 17.4 ms
+ * as one-row edge tiles, ran 13.7-13.9 ms. */
 static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
                              int64_t kblocks, const vx_problem *p)
 {
@@ -459,17 +462,34 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
     if (p->a_row <= 0)
         return l0_time(F, mode, m0, m_c, cols, k, kblocks);
     const int64_t edge = p->a_edge < p->a_row ? p->a_edge : p->a_row;
-    const double row = (p->a_row > edge ? l0_time(F, mode, m0, p->a_row - edge, cols, k, kblocks) : 0.0) +
+    const int64_t inner = p->a_row - edge;
+    const double row = (inner > 0 ? l0_time(F, mode, m0, inner, cols, k, kblocks) : 0.0) +
                        (double)edge * l0_time(F, mode, 1, 1, cols, k, kblocks);
-    const int64_t imgs = p->a_img > 0 ? m_c / p->a_img : 0;
-    if (imgs >= 2) { /* run_pixels' rule, on its tile counts */
-        const int64_t pixel_tiles = imgs * (p->a_img / p->a_row) * (cdiv(p->a_row - edge, m0) + edge);
-        const int64_t batch_tiles = p->a_img * cdiv(imgs, m0);
-        if (4 * batch_tiles <= 3 * pixel_tiles)
-            return (double)p->a_img * l0_time(F, mode, m0, imgs, cols, k, kblocks) +
-                   row * (double)(m_c - imgs * p->a_img) / (double)p->a_row;
+    if (p->a_img < p->a_row)
+        return row * (double)m_c / (double)p->a_row;
+    /* one image: its edge rows as above, the others (rows_in of them) with
+     * their interior and edge pieces each along or across the rows */
+    const int64_t rows = p->a_img / p->a_row, edge_rows = p->a_edge_rows < rows ? p->a_edge_rows : rows;
+    const int64_t rows_in = rows - edge_rows;
+    double img = (double)edge_rows * row;
+    int64_t img_tiles = edge_rows * (cdiv(inner, m0) + edge);
+    if (inner > 0 && rows_in > 0) {
+        const int across = vx_conv_stack_wins(inner, rows_in, m0);
+        img += across ? (double)inner * l0_time(F, mode, m0, rows_in, cols, k, kblocks)
+                      : (double)rows_in * l0_time(F, mode, m0, inner, cols, k, kblocks);
+        img_tiles += across ? inner * cdiv(rows_in, m0) : rows_in * cdiv(inner, m0);
     }
-    return row * (double)m_c / (double)p->a_row;
+    if (edge > 0 && rows_in > 0) {
+        const int across = vx_conv_stack_wins(1, rows_in, m0);
+        img += (double)edge * (across ? l0_time(F, mode, m0, rows_in, cols, k, kblocks)
+                                      : (double)rows_in * l0_time(F, mode, 1, 1, cols, k, kblocks));
+        img_tiles += edge * (across ? cdiv(rows_in, m0) : rows_in);
+    }
+    const int64_t imgs = m_c / p->a_img;
+    if (imgs >= 2 && 4 * p->a_img * cdiv(imgs, m0) <= 3 * imgs * img_tiles) /* run_pixels' rule */
+        return (double)p->a_img * l0_time(F, mode, m0, imgs, cols, k, kblocks) +
+               img * (double)(m_c - imgs * p->a_img) / (double)p->a_img;
+    return img * (double)m_c / (double)p->a_img;
 }
 
 /* L0 calls per row tile and column tile over all of k with k block kb:

@@ -173,6 +173,9 @@ typedef struct {
                                   pixels), each with a_edge tiles of one row at its edges */
     int64_t a_img;             /* > 0: ... and in images of a_img rows (output pixels),
                                   whose same pixels a tile may stack (conv_inplace.c) */
+    int64_t a_edge_rows;       /* ... a_edge_rows of an image's rows of a_row pixels reach
+                                  into the padding; the edge pixels of the others are
+                                  stacked down them (vx_conv_stack_wins) */
     double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the

@@ -34,7 +34,8 @@ typedef struct {
                               a_edge one-row tiles at its edges (see levels.h) */
     double a_kfrac;       /* in (0, 1): in place, only this fraction of k is computed */
     double b_kfrac;       /* in (0, 1): ... and only this fraction of B's rows copied */
-    int64_t a_img;        /* > 0: A in place comes in images of a_img rows (see levels.h) */
+    int64_t a_img;        /* > 0: A in place comes in images of a_img rows, a_edge_rows */
+    int64_t a_edge_rows;  /* of whose rows of a_row reach into padding (see levels.h) */
 } vx_gemm_shape;
 
 typedef struct {

@@ -176,18 +176,28 @@ static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0,
     }
 }
 
-/* The cuts of an output row into segments of pixels with the same valid
- * taps (the same for every row): cuts[0] = 0 < ... < cuts[n - 1] = Q. */
-static int row_cuts(const job *J, const int64_t *s_lo, const int64_t *s_hi, int64_t a, int64_t b, int64_t *cuts)
+/* Where each filter tap meets the input: output columns [s_lo[s], s_hi[s])
+ * read tap column s inside the input, output rows [r_lo[r], r_hi[r]) tap
+ * row r. The same for every cell of a call. */
+typedef struct {
+    int64_t s_lo[MAX_S], s_hi[MAX_S];
+    int64_t r_lo[VX_CONV_INPLACE_MAX_TAPS], r_hi[VX_CONV_INPLACE_MAX_TAPS];
+} tap_bounds;
+
+/* The cuts of [a, b) (output columns or rows) into pieces whose positions
+ * all read the same valid taps, given where each of the n taps is valid
+ * ([lo[t], hi[t])): cuts[0] = a < ... < cuts[count - 1] = b (some pieces
+ * may be empty: equal cuts). */
+static int cuts_of(int64_t n, const int64_t *lo, const int64_t *hi, int64_t a, int64_t b, int64_t *cuts)
 {
     int nc = 0;
     cuts[nc++] = a;
     cuts[nc++] = b;
-    for (int64_t s = 0; s < J->p->s; s++) {
-        if (s_lo[s] > a && s_lo[s] < b)
-            cuts[nc++] = s_lo[s];
-        if (s_hi[s] > a && s_hi[s] < b)
-            cuts[nc++] = s_hi[s];
+    for (int64_t t = 0; t < n; t++) {
+        if (lo[t] > a && lo[t] < b)
+            cuts[nc++] = lo[t];
+        if (hi[t] > a && hi[t] < b)
+            cuts[nc++] = hi[t];
     }
     for (int i = 1; i < nc; i++) /* insertion sort: a few dozen at most */
         for (int j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
@@ -198,24 +208,151 @@ static int row_cuts(const job *J, const int64_t *s_lo, const int64_t *s_hi, int6
     return nc;
 }
 
-/* Pixels [m0, m1) (flattened over images and output rows) x column panels
- * [q0, q1) of group g. */
-/* Output rows [m0, m1) of group g (flattened pixels) over the column panels
- * whose packed filter starts at bp[q] (bp indexed by panel). */
-static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
-                     const int64_t *s_lo, const int64_t *s_hi)
+/* count output pixels with the same valid taps, each a_step input floats
+ * and c_step output floats after the one before, starting at pixel x of
+ * output row oh of image im, one column panel q: tiles of up to mr of
+ * them (a strided A and a strided C), tap run by tap run. Stacks the same
+ * pixel of consecutive images (segment_batched) or of consecutive output
+ * rows (run_block). */
+static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x, int64_t count, int64_t a_step,
+                         int64_t c_step, int64_t q, const float *bp, int nrun, const int64_t *run_r,
+                         const int64_t *run_s, const int64_t *run_len)
 {
-    const int64_t Q = J->v->q, pq = J->v->p * Q;
+    const vx_conv2d_params *p = J->p;
+    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
+    const int mr = J->plan->mr, nr = J->plan->nr;
+    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
+    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
+    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
+    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
+    float *c = J->out + ((im * J->v->p + oh) * Q + x) * K + g * J->v->kg + k0;
+    if (nrun == 0) { /* every tap in the padding: act(bias) */
+        for (int64_t i = 0; i < count; i += mr) {
+            const int mm = (int)min64(mr, count - i);
+            J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + i * c_step, c_step, nn, 1.0f, 0.0f, epp);
+        }
+        return;
+    }
+    const int merge = p->dilation_w == 1 && cg == C;
+    if (merge && nrun > 1 && run_len[0] * nrun * nr * (int64_t)sizeof(float) <= J->seg_max_bytes) {
+        /* equal runs a constant distance apart: one segmented call per
+         * tile, as segment() makes them */
+        const int64_t ih = oh * p->stride_h - p->pad_h + run_r[0] * p->dilation_h;
+        const int64_t iw = x * p->stride_w - p->pad_w + run_s[0] * p->dilation_w;
+        const float *a = J->in + ((im * p->h + ih) * p->w + iw) * C + g * cg;
+        const float *b = bp + (run_r[0] * p->s + run_s[0]) * cg * nr;
+        for (int64_t i = 0; i < count; i += mr) {
+            const int mm = (int)min64(mr, count - i);
+            J->seg[mm - 1](run_len[0] * nrun, a + i * a_step, mm > 1 ? a_step : 0, 1, b, nr, c + i * c_step, c_step,
+                           nn, 1.0f, 0.0f, epp, run_len[0], p->dilation_h * p->w * C, p->s * cg * nr);
+        }
+        return;
+    }
+    for (int t = 0; t < nrun; t++) {
+        const int64_t r = run_r[t], s = run_s[t], len = run_len[t];
+        const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
+        const int64_t iw = x * p->stride_w - p->pad_w + s * p->dilation_w;
+        const float *a = J->in + ((im * p->h + ih) * p->w + iw) * C + g * cg;
+        const float *b = bp + (r * p->s + s) * cg * nr;
+        for (int64_t c0 = 0; c0 < len; c0 += kc) {
+            const int64_t kb = min64(kc, len - c0);
+            const float beta = t == 0 && c0 == 0 ? 0.0f : 1.0f;
+            const vx_epilogue *e = t == nrun - 1 && c0 + kb >= len ? epp : NULL;
+            for (int64_t i = 0; i < count; i += mr) {
+                const int mm = (int)min64(mr, count - i);
+                J->kern[mm - 1](kb, a + i * a_step + c0, mm > 1 ? a_step : 0, 1, b + c0 * nr, nr, c + i * c_step,
+                                c_step, nn, 1.0f, beta, e);
+            }
+        }
+    }
+}
+
+/* Output rows [y0, y1) of image im, whole, over the column panels whose
+ * packed filter starts at bp[q] (bp indexed by panel): the rows cut where
+ * a tap row enters or leaves the input, each piece of rows cut by
+ * columns likewise; a segment goes along its rows (segment) or stacked
+ * down them (stack_pixels, rows sh*w*c input floats apart) where that
+ * makes fewer tiles. The wide segments go row by row over all panels (the
+ * input rows under them read once, as in run_rows), the stacked ones
+ * panel by panel after them. 1x512x7x7 with 512 3x3 filters, pad 1: 13
+ * tiles an image (4 of one row) instead of 21 (14 of one row). */
+static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y1, int64_t q0, int64_t q1,
+                      float *const *bp, const tap_bounds *tb)
+{
+    const vx_conv2d_params *p = J->p;
+    const int64_t Q = J->v->q;
+    const int mr = J->plan->mr;
+    int64_t ycuts[2 * VX_CONV_INPLACE_MAX_TAPS + 2], xcuts[2 * MAX_S + 2];
+    const int ny = cuts_of(p->r, tb->r_lo, tb->r_hi, y0, y1, ycuts);
+    const int nx = cuts_of(p->s, tb->s_lo, tb->s_hi, 0, Q, xcuts);
+    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    for (int j = 0; j + 1 < ny; j++) {
+        const int64_t ya = ycuts[j], yb = ycuts[j + 1];
+        if (ya == yb)
+            continue;
+        for (int64_t oh = ya; oh < yb; oh++)
+            for (int64_t q = q0; q < q1; q++)
+                for (int i = 0; i + 1 < nx; i++)
+                    if (xcuts[i] < xcuts[i + 1] && !vx_conv_stack_wins(xcuts[i + 1] - xcuts[i], yb - ya, mr))
+                        segment(J, g, im, oh, xcuts[i], xcuts[i + 1], q, bp[q - q0], tb->s_lo, tb->s_hi);
+        for (int64_t q = q0; q < q1; q++)
+            for (int i = 0; i + 1 < nx; i++) {
+                const int64_t x0 = xcuts[i], x1 = xcuts[i + 1];
+                if (x0 == x1 || !vx_conv_stack_wins(x1 - x0, yb - ya, mr))
+                    continue;
+                const int nrun = tap_runs(J, ya, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
+                for (int64_t x = x0; x < x1; x++)
+                    stack_pixels(J, g, im, ya, x, yb - ya, p->stride_h * p->w * p->c, Q * p->k, q, bp[q - q0],
+                                 nrun, run_r, run_s, run_len);
+            }
+    }
+}
+
+/* Tiles run_block makes for one whole image (the pixel-major count that
+ * run_pixels weighs against stacking images). */
+static int64_t block_tiles(const job *J, const tap_bounds *tb)
+{
+    const vx_conv2d_params *p = J->p;
+    const int mr = J->plan->mr;
+    int64_t ycuts[2 * VX_CONV_INPLACE_MAX_TAPS + 2], xcuts[2 * MAX_S + 2];
+    const int ny = cuts_of(p->r, tb->r_lo, tb->r_hi, 0, J->v->p, ycuts);
+    const int nx = cuts_of(p->s, tb->s_lo, tb->s_hi, 0, J->v->q, xcuts);
+    int64_t tiles = 0;
+    for (int j = 0; j + 1 < ny; j++) {
+        const int64_t rows = ycuts[j + 1] - ycuts[j];
+        for (int i = 0; i + 1 < nx; i++) {
+            const int64_t len = xcuts[i + 1] - xcuts[i];
+            tiles += vx_conv_stack_wins(len, rows, mr) ? len * cdiv(rows, mr) : rows * cdiv(len, mr);
+        }
+    }
+    return tiles;
+}
+
+/* Pixels [m0, m1) (flattened over images and output rows) of group g over
+ * the column panels whose packed filter starts at bp[q] (bp indexed by
+ * panel): runs of two or more whole output rows of one image go through
+ * run_block, a part of a row (where a cell starts or ends) through its
+ * segments. */
+static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
+                     const tap_bounds *tb)
+{
+    const int64_t Q = J->v->q, P = J->v->p, pq = P * Q;
     int64_t cuts[2 * MAX_S + 2];
     for (int64_t pix = m0; pix < m1;) {
         const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
+        const int64_t whole = a == 0 ? min64(P - oh, (m1 - pix) / Q) : 0;
+        if (whole >= 2) {
+            run_block(J, g, im, oh, oh + whole, q0, q1, bp, tb);
+            pix += whole * Q;
+            continue;
+        }
         const int64_t b = min64(Q, a + (m1 - pix));
         /* the row's segments: cut where any tap enters or leaves the input */
-        const int nc = row_cuts(J, s_lo, s_hi, a, b, cuts);
+        const int nc = cuts_of(J->p->s, tb->s_lo, tb->s_hi, a, b, cuts);
         for (int64_t q = q0; q < q1; q++)
             for (int i = 0; i + 1 < nc; i++)
                 if (cuts[i] < cuts[i + 1])
-                    segment(J, g, im, oh, cuts[i], cuts[i + 1], q, bp[q - q0], s_lo, s_hi);
+                    segment(J, g, im, oh, cuts[i], cuts[i + 1], q, bp[q - q0], tb->s_lo, tb->s_hi);
         pix += b - a;
     }
 }
@@ -224,86 +361,48 @@ static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
  * [i0, i1), one column panel q. A pixel's valid taps depend only on its
  * row and column, so the same pixel of every image reads the same taps:
  * a tile of mr images at one pixel is a strided A (rows h*w*c floats
- * apart) and a strided C (rows p*q*k apart). On small maps with wide
- * filters most pixels are edge pixels whose segments hold one or two
- * pixels, and pixel-major tiles are one or two rows tall (run_pixels). */
+ * apart) and a strided C (rows p*q*k apart). */
 static void segment_batched(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t oh, int64_t x0, int64_t x1,
-                            int64_t q, const float *bp, const int64_t *s_lo, const int64_t *s_hi)
+                            int64_t q, const float *bp, const tap_bounds *tb)
 {
     const vx_conv2d_params *p = J->p;
-    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
-    const int mr = J->plan->mr, nr = J->plan->nr;
-    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
-    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
-    const int64_t a_rs = p->h * p->w * C, c_rs = J->v->p * Q * K;
-    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
-    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
     int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
-    const int nrun = tap_runs(J, oh, x0, x1, s_lo, s_hi, run_r, run_s, run_len);
-    for (int64_t x = x0; x < x1; x++) {
-        float *c = J->out + ((i0 * J->v->p + oh) * Q + x) * K + g * J->v->kg + k0;
-        if (nrun == 0) { /* every tap in the padding: act(bias) */
-            for (int64_t im = i0; im < i1; im += mr) {
-                const int mm = (int)min64(mr, i1 - im);
-                J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + (im - i0) * c_rs, c_rs, nn, 1.0f, 0.0f, epp);
-            }
-            continue;
-        }
-        for (int t = 0; t < nrun; t++) {
-            const int64_t r = run_r[t], s = run_s[t], len = run_len[t];
-            const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
-            const int64_t iw = x * p->stride_w - p->pad_w + s * p->dilation_w;
-            const float *a = J->in + ((i0 * p->h + ih) * p->w + iw) * C + g * cg;
-            const float *b = bp + (r * p->s + s) * cg * nr;
-            for (int64_t c0 = 0; c0 < len; c0 += kc) {
-                const int64_t kb = min64(kc, len - c0);
-                const float beta = t == 0 && c0 == 0 ? 0.0f : 1.0f;
-                const vx_epilogue *e = t == nrun - 1 && c0 + kb >= len ? epp : NULL;
-                for (int64_t im = i0; im < i1; im += mr) {
-                    const int mm = (int)min64(mr, i1 - im);
-                    J->kern[mm - 1](kb, a + (im - i0) * a_rs + c0, mm > 1 ? a_rs : 0, 1, b + c0 * nr, nr,
-                                    c + (im - i0) * c_rs, c_rs, nn, 1.0f, beta, e);
-                }
-            }
-        }
-    }
+    const int nrun = tap_runs(J, oh, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
+    for (int64_t x = x0; x < x1; x++)
+        stack_pixels(J, g, i0, oh, x, i1 - i0, p->h * p->w * p->c, J->v->p * J->v->q * p->k, q, bp, nrun, run_r,
+                     run_s, run_len);
 }
 
 /* Pixels [m0, m1) (flattened over images and output rows): pixel-major
  * (run_rows), except that the whole images among them go batch-major
- * (segment_batched) where that makes fewer, taller tiles: pixel-major takes
- * ceil(len / mr) tiles per segment of len pixels in every image,
- * batch-major len tiles of up to mr images. 36 images of 4x4 with 11x11
- * filters (stride 2, pad 5): 2x2 outputs, one-pixel segments, 1-row tiles. */
+ * (segment_batched) where that makes a quarter fewer tiles: pixel-major
+ * takes block_tiles per image, batch-major a tile of up to mr images per
+ * pixel. 36 images of 4x4 with 11x11 filters (stride 2, pad 5): 2x2
+ * outputs, one-pixel segments, 1-row tiles. */
 static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
-                       const int64_t *s_lo, const int64_t *s_hi)
+                       const tap_bounds *tb)
 {
     const int64_t Q = J->v->q, pq = J->v->p * Q;
     const int mr = J->plan->mr;
     const int64_t i0 = cdiv(m0, pq), i1 = m1 / pq; /* whole images */
     if (i1 - i0 >= 2) {
-        int64_t cuts[2 * MAX_S + 2];
-        const int nc = row_cuts(J, s_lo, s_hi, 0, Q, cuts);
-        int64_t pixel_tiles = 0, batch_tiles = 0;
-        for (int i = 0; i + 1 < nc; i++) {
-            const int64_t len = cuts[i + 1] - cuts[i];
-            pixel_tiles += (i1 - i0) * cdiv(len, mr);
-            batch_tiles += len * cdiv(i1 - i0, mr);
-        }
+        const int64_t pixel_tiles = (i1 - i0) * block_tiles(J, tb), batch_tiles = pq * cdiv(i1 - i0, mr);
         if (4 * batch_tiles <= 3 * pixel_tiles) {
+            int64_t cuts[2 * MAX_S + 2];
+            const int nc = cuts_of(J->p->s, tb->s_lo, tb->s_hi, 0, Q, cuts);
             if (m0 < i0 * pq)
-                run_rows(J, g, m0, i0 * pq, q0, q1, bp, s_lo, s_hi);
+                run_rows(J, g, m0, i0 * pq, q0, q1, bp, tb);
             for (int64_t oh = 0; oh < J->v->p; oh++)
                 for (int64_t q = q0; q < q1; q++)
                     for (int i = 0; i + 1 < nc; i++)
                         if (cuts[i] < cuts[i + 1])
-                            segment_batched(J, g, i0, i1, oh, cuts[i], cuts[i + 1], q, bp[q - q0], s_lo, s_hi);
+                            segment_batched(J, g, i0, i1, oh, cuts[i], cuts[i + 1], q, bp[q - q0], tb);
             if (i1 * pq < m1)
-                run_rows(J, g, i1 * pq, m1, q0, q1, bp, s_lo, s_hi);
+                run_rows(J, g, i1 * pq, m1, q0, q1, bp, tb);
             return;
         }
     }
-    run_rows(J, g, m0, m1, q0, q1, bp, s_lo, s_hi);
+    run_rows(J, g, m0, m1, q0, q1, bp, tb);
 }
 
 /* One cell: pixels [m0, m1) x column panels [q0, q1) of group g, with this
@@ -324,10 +423,12 @@ static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t 
 static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *buf)
 {
     const vx_conv2d_params *p = J->p;
-    int64_t s_lo[MAX_S], s_hi[MAX_S];
+    tap_bounds tb;
     float *bp[VX_CONV_INPLACE_MAX_PANELS];
     for (int64_t s = 0; s < p->s; s++)
-        vx_conv_inside(J->v->q, p->w, p->stride_w, s * p->dilation_w - p->pad_w, &s_lo[s], &s_hi[s]);
+        vx_conv_inside(J->v->q, p->w, p->stride_w, s * p->dilation_w - p->pad_w, &tb.s_lo[s], &tb.s_hi[s]);
+    for (int64_t r = 0; r < p->r; r++)
+        vx_conv_inside(J->v->p, p->h, p->stride_h, r * p->dilation_h - p->pad_h, &tb.r_lo[r], &tb.r_hi[r]);
     const int64_t panel_floats = J->red * J->plan->nr;
     const double filter_bytes = 4.0 * (double)(q1 - q0) * (double)panel_floats;
     const double input_bytes = 4.0 * (double)(m1 - m0) * (double)J->v->cg * (double)p->stride_h *
@@ -340,13 +441,13 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
             bp[q - q0] = buf + (q - q0) * panel_floats;
             pack_panel(J, g, q, bp[q - q0]);
         }
-        run_pixels(J, g, m0, m1, q0, q1, bp, s_lo, s_hi);
+        run_pixels(J, g, m0, m1, q0, q1, bp, &tb);
         return;
     }
     bp[0] = buf;
     for (int64_t q = q0; q < q1; q++) {
         pack_panel(J, g, q, buf);
-        run_pixels(J, g, m0, m1, q, q + 1, bp, s_lo, s_hi);
+        run_pixels(J, g, m0, m1, q, q + 1, bp, &tb);
     }
 }
 
@@ -381,8 +482,10 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
                                    int *threads_used)
 {
     const vx_ukernel_set *set = vx_ukernels(plan->isa);
-    if (p->layout != VX_NHWC || p->s > MAX_S || plan->family < 0 || plan->family >= set->nfamilies)
-        return vx_fail(VX_ERR_INTERNAL, "dyn_conv2d: the in-place plan needs NHWC and s <= %d", MAX_S);
+    if (p->layout != VX_NHWC || p->s > MAX_S || p->r * p->s > VX_CONV_INPLACE_MAX_TAPS || plan->family < 0 ||
+        plan->family >= set->nfamilies)
+        return vx_fail(VX_ERR_INTERNAL, "dyn_conv2d: the in-place plan needs NHWC, s <= %d and r*s <= %d", MAX_S,
+                       VX_CONV_INPLACE_MAX_TAPS);
     job J;
     memset(&J, 0, sizeof J);
     J.p = p;
