@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "analyzer/levels.h"
 #include "analyzer/plan.h"
 #include "analyzer/select.h"
 #include "vortex/vortex.h"
@@ -17,16 +18,44 @@ enum { VX_CONV_DIRECT_MAX_TAPS = 64 };
 /* ... and the NHWC in-place path a filter row's tap columns and a pixel's
  * valid taps. */
 enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLACE_MAX_PANELS = 512 };
-/* The NHWC in-place path (conv_inplace.c) cuts a map into pieces whose
- * pixels read the same valid taps. A piece len pixels wide and `rows` rows
- * (or images) tall goes stacked across its rows, one tile of up to mr rows
- * per pixel, where that makes fewer tiles than along them (a tile per mr
- * pixels of each row): the one-pixel pieces at a small map's padded edges,
- * whose one-row tiles run at a third of a full tile's rate per row. The
- * analyzer prices the same choice (cost.c, conv_rows_time). */
-static inline int vx_conv_stack_wins(int64_t len, int64_t rows, int64_t mr)
+/* The NHWC in-place path (conv_inplace.c) cuts the output map into pieces
+ * (rectangles of pixels that read the same valid taps) and tiles each
+ * piece, len pixels wide and `rows` rows tall, in each of imgs images, one
+ * of three ways: along its rows (a tile per mr pixels of a row), down its
+ * columns (a tile per mr rows of a column) or, with two or more images,
+ * across them (a tile per mr images of one pixel); whichever costs least
+ * at the tiles' measured rates (rate[m - 1].p per k step for m rows, the
+ * tuned L0 rates of the plan's family with A in place). Short tiles cost
+ * more per row than full ones: one-row tiles ran at a third of a full
+ * tile's rate per row (latency, not the FMA ports, bounds them). Without
+ * a rate, a tile of m rows costs like max(m, mr/2) full rows. Measured on
+ * Zen 5 (pack_b 5x64, 512 3x3 filters) against all pieces along the rows /
+ * all across the images: 8x7x7 0.72x / 0.85x the time, 3x7x7 0.75x /
+ * 0.74x, 8x14x14 stride 2 0.79x / 0.99x, 3x256x14x14 0.91x / 0.83x. The
+ * analyzer prices the same choice (cost.c, conv_rows_time). Ties keep the
+ * earlier way. */
+enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
+
+static inline double vx_conv_tile_cost(int64_t m, int64_t mr, const vx_rate *rate)
 {
-    return len * ((rows + mr - 1) / mr) < rows * ((len + mr - 1) / mr);
+    if (m <= 0)
+        return 0.0;
+    if (rate && rate[m - 1].p > 0)
+        return rate[m - 1].p;
+    return (double)(2 * m > mr ? 2 * m : mr);
+}
+
+static inline int vx_conv_piece_way(int64_t len, int64_t rows, int64_t imgs, int64_t mr, const vx_rate *rate)
+{
+    const double full = vx_conv_tile_cost(mr, mr, rate);
+    const double along = (double)(imgs * rows) * ((double)(len / mr) * full + vx_conv_tile_cost(len % mr, mr, rate));
+    const double down = (double)(imgs * len) * ((double)(rows / mr) * full + vx_conv_tile_cost(rows % mr, mr, rate));
+    const double across =
+        imgs >= 2 ? (double)(rows * len) * ((double)(imgs / mr) * full + vx_conv_tile_cost(imgs % mr, mr, rate))
+                  : -1.0;
+    if (across >= 0 && across < along && across < down)
+        return VX_PIECE_ACROSS;
+    return along <= down ? VX_PIECE_ALONG : VX_PIECE_DOWN;
 }
 
 /* Longest contiguous run the NHWC patch gather copies at once (conv_gather.c;

@@ -436,19 +436,33 @@ static double b_copied_k(const vx_problem *p, int mode)
     return (double)p->k * (conv_in_place && p->b_kfrac > 0 && p->b_kfrac < 1 ? p->b_kfrac : 1.0);
 }
 
+/* L0 time of a convolution's in-place pieces (conv_inplace.c) over imgs
+ * images: `rows` rows of len pixels each, tiled as vx_conv_piece_way
+ * picks: along the rows, down the columns or across the images. */
+static double piece_time(const vx_l0_family *F, int mode, int m0, int64_t len, int64_t rows, int64_t imgs,
+                         int64_t cols, int64_t k, int64_t kblocks)
+{
+    if (len <= 0 || rows <= 0)
+        return 0.0;
+    switch (vx_conv_piece_way(len, rows, imgs, m0, F->rate[mode])) {
+    case VX_PIECE_ALONG:
+        return (double)(imgs * rows) * l0_time(F, mode, m0, len, cols, k, kblocks);
+    case VX_PIECE_DOWN:
+        return (double)(imgs * len) * l0_time(F, mode, m0, rows, cols, k, kblocks);
+    default:
+        return (double)(rows * len) * l0_time(F, mode, m0, imgs, cols, k, kblocks);
+    }
+}
+
 /* L0 time of a convolution's in-place patches: the taps that fall into the
- * padding are skipped (a_kfrac of k is computed), pixel tiles never cross an
- * output row, and the a_edge pixels of each row whose taps reach into the
- * padding run as tiles of their own (one pixel each, mostly), so a row of
- * a_row pixels costs its interior tiles plus a_edge one-row tiles. With
- * images of a_img pixels, the rows whose taps stay inside vertically stack
- * their edge pixels down the rows instead (vx_conv_stack_wins); and where
- * the cell holds two or more whole images, the executor stacks the same
- * pixel of up to m0 images into one tile when that makes a quarter fewer
- * tiles (conv_inplace.c, run_pixels). Both for small maps, where most
- * tiles were edge pixels' one-row tiles, which run at a third of a full
- * tile's rate per row. 32x512x7x7, 512 3x3 filters (Zen 5): priced 17.4 ms
- * as one-row edge tiles, ran 13.7-13.9 ms. */
+ * padding are skipped (a_kfrac of k is computed) and the map is cut into
+ * pieces whose pixels read the same taps, each tiled along its rows, down
+ * its columns or across the images (piece_time). The pieces of an image:
+ * its interior, the a_edge columns whose taps reach into the padding (one
+ * pixel wide each, mostly) beside it, the a_edge_rows rows likewise above
+ * and below, and their corners. Where most tiles were edge pixels'
+ * one-row tiles, small maps ran far from the price of tiles along rows:
+ * 32x512x7x7, 512 3x3 filters (Zen 5), priced 17.4 ms so, ran 13.7 ms. */
 static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int64_t cols, int64_t k,
                              int64_t kblocks, const vx_problem *p)
 {
@@ -463,33 +477,26 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
         return l0_time(F, mode, m0, m_c, cols, k, kblocks);
     const int64_t edge = p->a_edge < p->a_row ? p->a_edge : p->a_row;
     const int64_t inner = p->a_row - edge;
-    const double row = (inner > 0 ? l0_time(F, mode, m0, inner, cols, k, kblocks) : 0.0) +
-                       (double)edge * l0_time(F, mode, 1, 1, cols, k, kblocks);
-    if (p->a_img < p->a_row)
-        return row * (double)m_c / (double)p->a_row;
-    /* one image: its edge rows as above, the others (rows_in of them) with
-     * their interior and edge pieces each along or across the rows */
+    if (p->a_img < p->a_row) /* rows only: the edge pixels as one-row tiles */
+        return ((inner > 0 ? l0_time(F, mode, m0, inner, cols, k, kblocks) : 0.0) +
+                (double)edge * l0_time(F, mode, 1, 1, cols, k, kblocks)) *
+               (double)m_c / (double)p->a_row;
     const int64_t rows = p->a_img / p->a_row, edge_rows = p->a_edge_rows < rows ? p->a_edge_rows : rows;
     const int64_t rows_in = rows - edge_rows;
-    double img = (double)edge_rows * row;
-    int64_t img_tiles = edge_rows * (cdiv(inner, m0) + edge);
-    if (inner > 0 && rows_in > 0) {
-        const int across = vx_conv_stack_wins(inner, rows_in, m0);
-        img += across ? (double)inner * l0_time(F, mode, m0, rows_in, cols, k, kblocks)
-                      : (double)rows_in * l0_time(F, mode, m0, inner, cols, k, kblocks);
-        img_tiles += across ? inner * cdiv(rows_in, m0) : rows_in * cdiv(inner, m0);
-    }
-    if (edge > 0 && rows_in > 0) {
-        const int across = vx_conv_stack_wins(1, rows_in, m0);
-        img += (double)edge * (across ? l0_time(F, mode, m0, rows_in, cols, k, kblocks)
-                                      : (double)rows_in * l0_time(F, mode, 1, 1, cols, k, kblocks));
-        img_tiles += edge * (across ? cdiv(rows_in, m0) : rows_in);
-    }
+    double per[2]; /* [0]: one image alone; [1]: all the cell's whole images */
     const int64_t imgs = m_c / p->a_img;
-    if (imgs >= 2 && 4 * p->a_img * cdiv(imgs, m0) <= 3 * imgs * img_tiles) /* run_pixels' rule */
-        return (double)p->a_img * l0_time(F, mode, m0, imgs, cols, k, kblocks) +
-               img * (double)(m_c - imgs * p->a_img) / (double)p->a_img;
-    return img * (double)m_c / (double)p->a_img;
+    for (int w = 0; w < 2; w++) {
+        const int64_t n = w ? imgs : 1;
+        per[w] = piece_time(F, mode, m0, inner, rows_in, n, cols, k, kblocks) +
+                 (double)edge * piece_time(F, mode, m0, 1, rows_in, n, cols, k, kblocks) +
+                 (double)edge_rows * (piece_time(F, mode, m0, inner, 1, n, cols, k, kblocks) +
+                                      (double)edge * piece_time(F, mode, m0, 1, 1, n, cols, k, kblocks));
+        if (imgs < 2)
+            break;
+    }
+    if (imgs < 2)
+        return per[0] * (double)m_c / (double)p->a_img;
+    return per[1] + per[0] * (double)(m_c - imgs * p->a_img) / (double)p->a_img;
 }
 
 /* L0 calls per row tile and column tile over all of k with k block kb:

@@ -13,6 +13,7 @@
 
 #include "analyzer/hw.h"
 #include "cpu/conv.h"
+#include "cpu/cpu_levels.h"
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
@@ -30,6 +31,7 @@ typedef struct {
     const vx_gemm_plan *plan;
     const vx_ukernel_fn *kern;   /* strided A, packed B: kern[m - 1] */
     const vx_ukernel_seg_fn *seg; /* the same in segments: seg[m - 1] */
+    const vx_rate *rate;         /* the family's tuned L0 rates, A in place: rate[m - 1] */
     int64_t seg_max_bytes;       /* most packed filter one segmented call reads (segment) */
     double cache_share;          /* bytes of the last-level cache per running thread (run_cell) */
     const float *in, *bias;
@@ -212,7 +214,7 @@ static int cuts_of(int64_t n, const int64_t *lo, const int64_t *hi, int64_t a, i
  * and c_step output floats after the one before, starting at pixel x of
  * output row oh of image im, one column panel q: tiles of up to mr of
  * them (a strided A and a strided C), tap run by tap run. Stacks the same
- * pixel of consecutive images (segment_batched) or of consecutive output
+ * pixel of consecutive images (run_images) or of consecutive output
  * rows (run_block). */
 static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x, int64_t count, int64_t a_step,
                          int64_t c_step, int64_t q, const float *bp, int nrun, const int64_t *run_r,
@@ -269,15 +271,17 @@ static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_
 
 /* Output rows [y0, y1) of image im, whole, over the column panels whose
  * packed filter starts at bp[q] (bp indexed by panel): the rows cut where
- * a tap row enters or leaves the input, each piece of rows cut by
- * columns likewise; a segment goes along its rows (segment) or stacked
- * down them (stack_pixels, rows sh*w*c input floats apart) where that
- * makes fewer tiles. The wide segments go row by row over all panels (the
- * input rows under them read once, as in run_rows), the stacked ones
- * panel by panel after them. 1x512x7x7 with 512 3x3 filters, pad 1: 13
- * tiles an image (4 of one row) instead of 21 (14 of one row). */
-static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y1, int64_t q0, int64_t q1,
-                      float *const *bp, const tap_bounds *tb)
+ * a tap row enters or leaves the input, each piece of rows cut by columns
+ * likewise, and each piece tiled along its rows (segment) or down its
+ * columns (stack_pixels, rows sh*w*c input floats apart), whichever
+ * vx_conv_piece_way prices lower for `imgs` images; pieces it sends across
+ * the images are left to the caller (run_images). The pieces along the
+ * rows go row by row over all panels (the input rows under them read
+ * once, as in run_rows), the others panel by panel after them. 1x512x7x7
+ * with 512 3x3 filters, pad 1: 13 tiles an image (4 of one row) instead of
+ * 21 (14 of one row). */
+static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y1, int64_t imgs, int64_t q0,
+                      int64_t q1, float *const *bp, const tap_bounds *tb)
 {
     const vx_conv2d_params *p = J->p;
     const int64_t Q = J->v->q;
@@ -293,12 +297,13 @@ static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y
         for (int64_t oh = ya; oh < yb; oh++)
             for (int64_t q = q0; q < q1; q++)
                 for (int i = 0; i + 1 < nx; i++)
-                    if (xcuts[i] < xcuts[i + 1] && !vx_conv_stack_wins(xcuts[i + 1] - xcuts[i], yb - ya, mr))
+                    if (xcuts[i] < xcuts[i + 1] &&
+                        vx_conv_piece_way(xcuts[i + 1] - xcuts[i], yb - ya, imgs, mr, J->rate) == VX_PIECE_ALONG)
                         segment(J, g, im, oh, xcuts[i], xcuts[i + 1], q, bp[q - q0], tb->s_lo, tb->s_hi);
         for (int64_t q = q0; q < q1; q++)
             for (int i = 0; i + 1 < nx; i++) {
                 const int64_t x0 = xcuts[i], x1 = xcuts[i + 1];
-                if (x0 == x1 || !vx_conv_stack_wins(x1 - x0, yb - ya, mr))
+                if (x0 == x1 || vx_conv_piece_way(x1 - x0, yb - ya, imgs, mr, J->rate) != VX_PIECE_DOWN)
                     continue;
                 const int nrun = tap_runs(J, ya, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
                 for (int64_t x = x0; x < x1; x++)
@@ -306,26 +311,6 @@ static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y
                                  nrun, run_r, run_s, run_len);
             }
     }
-}
-
-/* Tiles run_block makes for one whole image (the pixel-major count that
- * run_pixels weighs against stacking images). */
-static int64_t block_tiles(const job *J, const tap_bounds *tb)
-{
-    const vx_conv2d_params *p = J->p;
-    const int mr = J->plan->mr;
-    int64_t ycuts[2 * VX_CONV_INPLACE_MAX_TAPS + 2], xcuts[2 * MAX_S + 2];
-    const int ny = cuts_of(p->r, tb->r_lo, tb->r_hi, 0, J->v->p, ycuts);
-    const int nx = cuts_of(p->s, tb->s_lo, tb->s_hi, 0, J->v->q, xcuts);
-    int64_t tiles = 0;
-    for (int j = 0; j + 1 < ny; j++) {
-        const int64_t rows = ycuts[j + 1] - ycuts[j];
-        for (int i = 0; i + 1 < nx; i++) {
-            const int64_t len = xcuts[i + 1] - xcuts[i];
-            tiles += vx_conv_stack_wins(len, rows, mr) ? len * cdiv(rows, mr) : rows * cdiv(len, mr);
-        }
-    }
-    return tiles;
 }
 
 /* Pixels [m0, m1) (flattened over images and output rows) of group g over
@@ -342,7 +327,7 @@ static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
         const int64_t im = pix / pq, oh = (pix % pq) / Q, a = pix % Q;
         const int64_t whole = a == 0 ? min64(P - oh, (m1 - pix) / Q) : 0;
         if (whole >= 2) {
-            run_block(J, g, im, oh, oh + whole, q0, q1, bp, tb);
+            run_block(J, g, im, oh, oh + whole, 1, q0, q1, bp, tb);
             pix += whole * Q;
             continue;
         }
@@ -357,52 +342,55 @@ static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
     }
 }
 
-/* Batch-major tiles: the pixels [x0, x1) of output row oh in images
- * [i0, i1), one column panel q. A pixel's valid taps depend only on its
- * row and column, so the same pixel of every image reads the same taps:
- * a tile of mr images at one pixel is a strided A (rows h*w*c floats
- * apart) and a strided C (rows p*q*k apart). */
-static void segment_batched(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t oh, int64_t x0, int64_t x1,
-                            int64_t q, const float *bp, const tap_bounds *tb)
+/* Whole images [i0, i1): the pieces vx_conv_piece_way sends across the
+ * images first, each pixel of them one stack of the same pixel of every
+ * image (a strided A, rows h*w*c floats apart, and a strided C, p*q*k
+ * apart: a pixel's valid taps depend only on its row and column), then
+ * each image's other pieces (run_block). */
+static void run_images(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t q0, int64_t q1, float *const *bp,
+                       const tap_bounds *tb)
 {
     const vx_conv2d_params *p = J->p;
+    const int64_t P = J->v->p, Q = J->v->q, imgs = i1 - i0;
+    const int mr = J->plan->mr;
+    int64_t ycuts[2 * VX_CONV_INPLACE_MAX_TAPS + 2], xcuts[2 * MAX_S + 2];
+    const int ny = cuts_of(p->r, tb->r_lo, tb->r_hi, 0, P, ycuts);
+    const int nx = cuts_of(p->s, tb->s_lo, tb->s_hi, 0, Q, xcuts);
     int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
-    const int nrun = tap_runs(J, oh, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
-    for (int64_t x = x0; x < x1; x++)
-        stack_pixels(J, g, i0, oh, x, i1 - i0, p->h * p->w * p->c, J->v->p * J->v->q * p->k, q, bp, nrun, run_r,
-                     run_s, run_len);
+    for (int j = 0; j + 1 < ny; j++)
+        for (int64_t oh = ycuts[j]; oh < ycuts[j + 1]; oh++)
+            for (int64_t q = q0; q < q1; q++)
+                for (int i = 0; i + 1 < nx; i++) {
+                    const int64_t x0 = xcuts[i], x1 = xcuts[i + 1];
+                    if (x0 == x1 || vx_conv_piece_way(x1 - x0, ycuts[j + 1] - ycuts[j], imgs, mr, J->rate) != VX_PIECE_ACROSS)
+                        continue;
+                    const int nrun = tap_runs(J, oh, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
+                    for (int64_t x = x0; x < x1; x++)
+                        stack_pixels(J, g, i0, oh, x, imgs, p->h * p->w * p->c, P * Q * p->k, q, bp[q - q0], nrun,
+                                     run_r, run_s, run_len);
+                }
+    for (int64_t im = i0; im < i1; im++)
+        run_block(J, g, im, 0, P, imgs, q0, q1, bp, tb);
 }
 
-/* Pixels [m0, m1) (flattened over images and output rows): pixel-major
- * (run_rows), except that the whole images among them go batch-major
- * (segment_batched) where that makes a quarter fewer tiles: pixel-major
- * takes block_tiles per image, batch-major a tile of up to mr images per
- * pixel. 36 images of 4x4 with 11x11 filters (stride 2, pad 5): 2x2
- * outputs, one-pixel segments, 1-row tiles. */
+/* Pixels [m0, m1) (flattened over images and output rows): the whole
+ * images among them, two or more, through run_images, the rest through
+ * run_rows. 36 images of 4x4 with 11x11 filters (stride 2, pad 5): 2x2
+ * outputs of one pixel per piece, all stacked across the images. */
 static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
                        const tap_bounds *tb)
 {
-    const int64_t Q = J->v->q, pq = J->v->p * Q;
-    const int mr = J->plan->mr;
+    const int64_t pq = J->v->p * J->v->q;
     const int64_t i0 = cdiv(m0, pq), i1 = m1 / pq; /* whole images */
-    if (i1 - i0 >= 2) {
-        const int64_t pixel_tiles = (i1 - i0) * block_tiles(J, tb), batch_tiles = pq * cdiv(i1 - i0, mr);
-        if (4 * batch_tiles <= 3 * pixel_tiles) {
-            int64_t cuts[2 * MAX_S + 2];
-            const int nc = cuts_of(J->p->s, tb->s_lo, tb->s_hi, 0, Q, cuts);
-            if (m0 < i0 * pq)
-                run_rows(J, g, m0, i0 * pq, q0, q1, bp, tb);
-            for (int64_t oh = 0; oh < J->v->p; oh++)
-                for (int64_t q = q0; q < q1; q++)
-                    for (int i = 0; i + 1 < nc; i++)
-                        if (cuts[i] < cuts[i + 1])
-                            segment_batched(J, g, i0, i1, oh, cuts[i], cuts[i + 1], q, bp[q - q0], tb);
-            if (i1 * pq < m1)
-                run_rows(J, g, i1 * pq, m1, q0, q1, bp, tb);
-            return;
-        }
+    if (i1 - i0 < 2) {
+        run_rows(J, g, m0, m1, q0, q1, bp, tb);
+        return;
     }
-    run_rows(J, g, m0, m1, q0, q1, bp, tb);
+    if (m0 < i0 * pq)
+        run_rows(J, g, m0, i0 * pq, q0, q1, bp, tb);
+    run_images(J, g, i0, i1, q0, q1, bp, tb);
+    if (i1 * pq < m1)
+        run_rows(J, g, i1 * pq, m1, q0, q1, bp, tb);
 }
 
 /* One cell: pixels [m0, m1) x column panels [q0, q1) of group g, with this
@@ -493,6 +481,10 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.plan = plan;
     J.kern = set->families[plan->family].kern[VX_UK_AS_BP];
     J.seg = set->families[plan->family].seg;
+    {
+        const vx_cpu_model *M = vx_cpu_model_get(plan->isa);
+        J.rate = M && plan->family < M->desc.nfamilies ? M->desc.fam[plan->family].rate[VX_LOAD_COPY_B] : NULL;
+    }
     /* A quarter of L2, as the analyzer's k slices (cap_slice): measured on
      * AMD Zen 1 (512 KiB L2), segmented calls reading up to 73 KiB of
      * packed filter per pixel tile ran 1.0-1.4x the per-run calls (NOTES.md,
