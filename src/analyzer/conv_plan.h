@@ -33,7 +33,11 @@ enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLA
  * all across the images: 8x7x7 0.72x / 0.85x the time, 3x7x7 0.75x /
  * 0.74x, 8x14x14 stride 2 0.79x / 0.99x, 3x256x14x14 0.91x / 0.83x. The
  * analyzer prices the same choice (cost.c, conv_rows_time). Ties keep the
- * earlier way. */
+ * earlier way. Pieces two tiles wide or more always go along their rows:
+ * stacked tiles read rows a map row or an image apart, which the rates
+ * (measured on nearby rows) do not price; a 250x125 piece of a 1x1 stride-2
+ * conv (1x49x499x499, 47 filters) priced 0.05 % cheaper down its columns
+ * ran 1.46x the time so. */
 enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
 
 static inline double vx_conv_tile_cost(int64_t m, int64_t mr, const vx_rate *rate)
@@ -47,6 +51,8 @@ static inline double vx_conv_tile_cost(int64_t m, int64_t mr, const vx_rate *rat
 
 static inline int vx_conv_piece_way(int64_t len, int64_t rows, int64_t imgs, int64_t mr, const vx_rate *rate)
 {
+    if (len >= 2 * mr)
+        return VX_PIECE_ALONG;
     const double full = vx_conv_tile_cost(mr, mr, rate);
     const double along = (double)(imgs * rows) * ((double)(len / mr) * full + vx_conv_tile_cost(len % mr, mr, rate));
     const double down = (double)(imgs * len) * ((double)(rows / mr) * full + vx_conv_tile_cost(rows % mr, mr, rate));
