@@ -454,6 +454,18 @@ static double piece_time(const vx_l0_family *F, int mode, int m0, int64_t len, i
     }
 }
 
+/* L0 time of n images whose rows hold `inner` interior pixels and `edge`
+ * edge pixels, rows_in rows inside and edge_rows at the padded edges:
+ * their interior, edge columns, edge rows and corners as pieces. */
+static double images_time(const vx_l0_family *F, int mode, int m0, int64_t inner, int64_t edge, int64_t rows_in,
+                          int64_t edge_rows, int64_t n, int64_t cols, int64_t k, int64_t kblocks)
+{
+    return piece_time(F, mode, m0, inner, rows_in, n, cols, k, kblocks) +
+           (double)edge * piece_time(F, mode, m0, 1, rows_in, n, cols, k, kblocks) +
+           (double)edge_rows * (piece_time(F, mode, m0, inner, 1, n, cols, k, kblocks) +
+                                (double)edge * piece_time(F, mode, m0, 1, 1, n, cols, k, kblocks));
+}
+
 /* L0 time of a convolution's in-place patches: the taps that fall into the
  * padding are skipped (a_kfrac of k is computed) and the map is cut into
  * pieces whose pixels read the same taps, each tiled along its rows, down
@@ -483,20 +495,12 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
                (double)m_c / (double)p->a_row;
     const int64_t rows = p->a_img / p->a_row, edge_rows = p->a_edge_rows < rows ? p->a_edge_rows : rows;
     const int64_t rows_in = rows - edge_rows;
-    double per[2]; /* [0]: one image alone; [1]: all the cell's whole images */
-    const int64_t imgs = m_c / p->a_img;
-    for (int w = 0; w < 2; w++) {
-        const int64_t n = w ? imgs : 1;
-        per[w] = piece_time(F, mode, m0, inner, rows_in, n, cols, k, kblocks) +
-                 (double)edge * piece_time(F, mode, m0, 1, rows_in, n, cols, k, kblocks) +
-                 (double)edge_rows * (piece_time(F, mode, m0, inner, 1, n, cols, k, kblocks) +
-                                      (double)edge * piece_time(F, mode, m0, 1, 1, n, cols, k, kblocks));
-        if (imgs < 2)
-            break;
-    }
+    const double one = images_time(F, mode, m0, inner, edge, rows_in, edge_rows, 1, cols, k, kblocks);
+    const int64_t imgs = m_c / p->a_img; /* the cell's whole images, tiled together */
     if (imgs < 2)
-        return per[0] * (double)m_c / (double)p->a_img;
-    return per[1] + per[0] * (double)(m_c - imgs * p->a_img) / (double)p->a_img;
+        return one * (double)m_c / (double)p->a_img;
+    return images_time(F, mode, m0, inner, edge, rows_in, edge_rows, imgs, cols, k, kblocks) +
+           one * (double)(m_c - imgs * p->a_img) / (double)p->a_img;
 }
 
 /* L0 calls per row tile and column tile over all of k with k block kb:

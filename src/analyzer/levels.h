@@ -174,8 +174,8 @@ typedef struct {
     int64_t a_img;             /* > 0: ... and in images of a_img rows (output pixels),
                                   whose same pixels a tile may stack (conv_inplace.c) */
     int64_t a_edge_rows;       /* ... a_edge_rows of an image's rows of a_row pixels reach
-                                  into the padding; the edge pixels of the others are
-                                  stacked down them (vx_conv_stack_wins) */
+                                  into the padding (each piece of the map is tiled as
+                                  vx_conv_piece_way picks, conv_plan.h) */
     double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the

@@ -108,76 +108,6 @@ static int tap_runs(const job *J, int64_t oh, int64_t x0, int64_t x1, const int6
     return nrun;
 }
 
-/* One segment [x0, x1) of output row (image, oh), one column panel q: every
- * pixel of the segment has the same valid taps. Taps outermost, pixel tiles
- * inside: one tap's k x nr slice of the packed filter, the segment's C
- * columns and the input pixels under it stay in L1 while every tile of the
- * segment passes over them. The first valid tap's first k block writes C
- * (beta = 0), the last one's last block carries the epilogue. */
-static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t q,
-                    const float *bp, const int64_t *s_lo, const int64_t *s_hi)
-{
-    const vx_conv2d_params *p = J->p;
-    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q;
-    const int mr = J->plan->mr, nr = J->plan->nr;
-    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
-    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
-    float *c = J->out + ((im * J->v->p + oh) * Q) * K + g * J->v->kg + k0;
-    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
-    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
-    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
-    const int nrun = tap_runs(J, oh, x0, x1, s_lo, s_hi, run_r, run_s, run_len);
-    const int merge = p->dilation_w == 1 && cg == C;
-    if (nrun == 0) { /* every tap in the padding: the output is act(bias) */
-        for (int64_t x = x0; x < x1; x += mr) {
-            const int mm = (int)min64(mr, x1 - x);
-            J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + x * K, K, nn, 1.0f, 0.0f, epp);
-        }
-        return;
-    }
-    /* rows of A: pixels stride_w input columns apart (a one-pixel segment
-     * has no second row, and its stride may not even be representable) */
-    const int64_t a_rs = x1 - x0 > 1 ? p->stride_w * C : 0;
-    /* Filter rows merged into runs (one group, dilation 1) are equally
-     * long, start at the same filter column and lie in consecutive input
-     * rows, dilation_h input rows apart: a constant distance in the input
-     * and in the packed filter. With few channels such runs are short
-     * (k = 5 for one channel and a 5x5 filter), and a call per run loaded
-     * and stored its C tile every 5 steps, running at about half the FMA
-     * peak; one segmented call per pixel tile takes them all, while all
-     * the runs' packed filter stays in L2 (seg_max_bytes). */
-    if (merge && nrun > 1 && run_len[0] * nrun * nr * (int64_t)sizeof(float) <= J->seg_max_bytes) {
-        const int64_t r0 = run_r[0], s0 = run_s[0], len = run_len[0];
-        const int64_t ih0 = oh * p->stride_h - p->pad_h + r0 * p->dilation_h;
-        const float *row0 = J->in + ((im * p->h + ih0) * p->w) * C + g * cg;
-        const int64_t a_jump = p->dilation_h * p->w * C, b_jump = p->s * cg * nr;
-        const float *b0 = bp + (r0 * p->s + s0) * cg * nr;
-        for (int64_t x = x0; x < x1; x += mr) {
-            const int mm = (int)min64(mr, x1 - x);
-            const int64_t iw = x * p->stride_w - p->pad_w + s0 * p->dilation_w;
-            J->seg[mm - 1](len * nrun, row0 + iw * C, a_rs, 1, b0, nr, c + x * K, K, nn, 1.0f, 0.0f, epp, len,
-                           a_jump, b_jump);
-        }
-        return;
-    }
-    for (int t = 0; t < nrun; t++) {
-        const int64_t r = run_r[t], s = run_s[t], len = run_len[t];
-        const int64_t ih = oh * p->stride_h - p->pad_h + r * p->dilation_h;
-        const float *row = J->in + ((im * p->h + ih) * p->w) * C + g * cg;
-        const float *b = bp + (r * p->s + s) * cg * nr;
-        for (int64_t c0 = 0; c0 < len; c0 += kc) {
-            const int64_t kb = min64(kc, len - c0);
-            const float beta = t == 0 && c0 == 0 ? 0.0f : 1.0f;
-            const vx_epilogue *e = t == nrun - 1 && c0 + kb >= len ? epp : NULL;
-            for (int64_t x = x0; x < x1; x += mr) {
-                const int mm = (int)min64(mr, x1 - x);
-                const int64_t iw = x * p->stride_w - p->pad_w + s * p->dilation_w;
-                J->kern[mm - 1](kb, row + iw * C + c0, a_rs, 1, b + c0 * nr, nr, c + x * K, K, nn, 1.0f, beta, e);
-            }
-        }
-    }
-}
-
 /* Where each filter tap meets the input: output columns [s_lo[s], s_hi[s])
  * read tap column s inside the input, output rows [r_lo[r], r_hi[r]) tap
  * row r. The same for every cell of a call. */
@@ -213,9 +143,12 @@ static int cuts_of(int64_t n, const int64_t *lo, const int64_t *hi, int64_t a, i
 /* count output pixels with the same valid taps, each a_step input floats
  * and c_step output floats after the one before, starting at pixel x of
  * output row oh of image im, one column panel q: tiles of up to mr of
- * them (a strided A and a strided C), tap run by tap run. Stacks the same
- * pixel of consecutive images (run_images) or of consecutive output
- * rows (run_block). */
+ * them (a strided A and a strided C). Taps outermost, pixel tiles inside:
+ * one tap's k x nr slice of the packed filter, the pixels' C and the input
+ * under them stay in L1 while every tile passes over them. The first valid
+ * tap's first k block writes C (beta = 0), the last one's last block
+ * carries the epilogue. Runs along a row (segment), or stacks the same
+ * pixel of consecutive output rows (run_block) or images (run_images). */
 static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x, int64_t count, int64_t a_step,
                          int64_t c_step, int64_t q, const float *bp, int nrun, const int64_t *run_r,
                          const int64_t *run_s, const int64_t *run_len)
@@ -235,10 +168,16 @@ static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_
         }
         return;
     }
+    /* Filter rows merged into runs (one group, dilation 1) are equally
+     * long, start at the same filter column and lie in consecutive input
+     * rows, dilation_h input rows apart: a constant distance in the input
+     * and in the packed filter. With few channels such runs are short
+     * (k = 5 for one channel and a 5x5 filter), and a call per run loaded
+     * and stored its C tile every 5 steps, running at about half the FMA
+     * peak; one segmented call per pixel tile takes them all, while all
+     * the runs' packed filter stays in L2 (seg_max_bytes). */
     const int merge = p->dilation_w == 1 && cg == C;
     if (merge && nrun > 1 && run_len[0] * nrun * nr * (int64_t)sizeof(float) <= J->seg_max_bytes) {
-        /* equal runs a constant distance apart: one segmented call per
-         * tile, as segment() makes them */
         const int64_t ih = oh * p->stride_h - p->pad_h + run_r[0] * p->dilation_h;
         const int64_t iw = x * p->stride_w - p->pad_w + run_s[0] * p->dilation_w;
         const float *a = J->in + ((im * p->h + ih) * p->w + iw) * C + g * cg;
@@ -269,6 +208,29 @@ static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_
     }
 }
 
+/* One segment [x0, x1) of output row (image, oh), one column panel q:
+ * every pixel of it has the same valid taps, the pixels stride_w input
+ * columns apart. */
+static void segment(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t q,
+                    const float *bp, const int64_t *s_lo, const int64_t *s_hi)
+{
+    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    const int nrun = tap_runs(J, oh, x0, x1, s_lo, s_hi, run_r, run_s, run_len);
+    stack_pixels(J, g, im, oh, x0, x1 - x0, J->p->stride_w * J->p->c, J->p->k, q, bp, nrun, run_r, run_s, run_len);
+}
+
+/* The pixels [x0, x1) of output row oh of image im, each stacked with the
+ * same pixel of the count - 1 rows or images after it (a_step input and
+ * c_step output floats apart), one column panel q. */
+static void stack_piece(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t count,
+                        int64_t a_step, int64_t c_step, int64_t q, const float *bp, const tap_bounds *tb)
+{
+    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    const int nrun = tap_runs(J, oh, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
+    for (int64_t x = x0; x < x1; x++)
+        stack_pixels(J, g, im, oh, x, count, a_step, c_step, q, bp, nrun, run_r, run_s, run_len);
+}
+
 /* Output rows [y0, y1) of image im, whole, over the column panels whose
  * packed filter starts at bp[q] (bp indexed by panel): the rows cut where
  * a tap row enters or leaves the input, each piece of rows cut by columns
@@ -289,27 +251,24 @@ static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y
     int64_t ycuts[2 * VX_CONV_INPLACE_MAX_TAPS + 2], xcuts[2 * MAX_S + 2];
     const int ny = cuts_of(p->r, tb->r_lo, tb->r_hi, y0, y1, ycuts);
     const int nx = cuts_of(p->s, tb->s_lo, tb->s_hi, 0, Q, xcuts);
-    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
+    int way[2 * MAX_S + 1];
     for (int j = 0; j + 1 < ny; j++) {
         const int64_t ya = ycuts[j], yb = ycuts[j + 1];
         if (ya == yb)
             continue;
+        for (int i = 0; i + 1 < nx; i++) /* -1: an empty piece */
+            way[i] = xcuts[i] < xcuts[i + 1] ? vx_conv_piece_way(xcuts[i + 1] - xcuts[i], yb - ya, imgs, mr, J->rate)
+                                             : -1;
         for (int64_t oh = ya; oh < yb; oh++)
             for (int64_t q = q0; q < q1; q++)
                 for (int i = 0; i + 1 < nx; i++)
-                    if (xcuts[i] < xcuts[i + 1] &&
-                        vx_conv_piece_way(xcuts[i + 1] - xcuts[i], yb - ya, imgs, mr, J->rate) == VX_PIECE_ALONG)
+                    if (way[i] == VX_PIECE_ALONG)
                         segment(J, g, im, oh, xcuts[i], xcuts[i + 1], q, bp[q - q0], tb->s_lo, tb->s_hi);
         for (int64_t q = q0; q < q1; q++)
-            for (int i = 0; i + 1 < nx; i++) {
-                const int64_t x0 = xcuts[i], x1 = xcuts[i + 1];
-                if (x0 == x1 || vx_conv_piece_way(x1 - x0, yb - ya, imgs, mr, J->rate) != VX_PIECE_DOWN)
-                    continue;
-                const int nrun = tap_runs(J, ya, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
-                for (int64_t x = x0; x < x1; x++)
-                    stack_pixels(J, g, im, ya, x, yb - ya, p->stride_h * p->w * p->c, Q * p->k, q, bp[q - q0],
-                                 nrun, run_r, run_s, run_len);
-            }
+            for (int i = 0; i + 1 < nx; i++)
+                if (way[i] == VX_PIECE_DOWN)
+                    stack_piece(J, g, im, ya, xcuts[i], xcuts[i + 1], yb - ya, p->stride_h * p->w * p->c, Q * p->k, q,
+                                bp[q - q0], tb);
     }
 }
 
@@ -356,19 +315,19 @@ static void run_images(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t 
     int64_t ycuts[2 * VX_CONV_INPLACE_MAX_TAPS + 2], xcuts[2 * MAX_S + 2];
     const int ny = cuts_of(p->r, tb->r_lo, tb->r_hi, 0, P, ycuts);
     const int nx = cuts_of(p->s, tb->s_lo, tb->s_hi, 0, Q, xcuts);
-    int64_t run_r[VX_CONV_INPLACE_MAX_TAPS], run_s[VX_CONV_INPLACE_MAX_TAPS], run_len[VX_CONV_INPLACE_MAX_TAPS];
-    for (int j = 0; j + 1 < ny; j++)
+    int way[2 * MAX_S + 1];
+    for (int j = 0; j + 1 < ny; j++) {
+        for (int i = 0; i + 1 < nx; i++) /* -1: an empty piece */
+            way[i] = xcuts[i] < xcuts[i + 1] && ycuts[j] < ycuts[j + 1]
+                         ? vx_conv_piece_way(xcuts[i + 1] - xcuts[i], ycuts[j + 1] - ycuts[j], imgs, mr, J->rate)
+                         : -1;
         for (int64_t oh = ycuts[j]; oh < ycuts[j + 1]; oh++)
             for (int64_t q = q0; q < q1; q++)
-                for (int i = 0; i + 1 < nx; i++) {
-                    const int64_t x0 = xcuts[i], x1 = xcuts[i + 1];
-                    if (x0 == x1 || vx_conv_piece_way(x1 - x0, ycuts[j + 1] - ycuts[j], imgs, mr, J->rate) != VX_PIECE_ACROSS)
-                        continue;
-                    const int nrun = tap_runs(J, oh, x0, x1, tb->s_lo, tb->s_hi, run_r, run_s, run_len);
-                    for (int64_t x = x0; x < x1; x++)
-                        stack_pixels(J, g, i0, oh, x, imgs, p->h * p->w * p->c, P * Q * p->k, q, bp[q - q0], nrun,
-                                     run_r, run_s, run_len);
-                }
+                for (int i = 0; i + 1 < nx; i++)
+                    if (way[i] == VX_PIECE_ACROSS)
+                        stack_piece(J, g, i0, oh, xcuts[i], xcuts[i + 1], imgs, p->h * p->w * p->c, P * Q * p->k, q,
+                                    bp[q - q0], tb);
+    }
     for (int64_t im = i0; im < i1; im++)
         run_block(J, g, im, 0, P, imgs, q0, q1, bp, tb);
 }
