@@ -23,9 +23,10 @@ ISAS = {
 VARIANTS = [("apbp", True, True), ("asbp", False, True), ("asbs", False, False)]
 SEG_VARIANT = "asbp_seg"  # in-place A in segments, packed B (vx_ukernel_seg_fn)
 PACK_VARIANT = "asbs_pk"  # in-place A and B, B's panel also written packed (vx_ukernel_pk_fn)
-# The in-place-B kernels again, fetching B ahead into L2 only, for leading
-# dimensions whose rows share too few L1 sets to hold the rows fetched ahead
-# (ukernel.h, vx_ukernel_family.bs_far).
+# The in-place-B kernels again, fetching B further ahead into L2 only, for
+# leading dimensions whose rows share too few L1 sets to hold the rows
+# fetched ahead and for B's that stream from DRAM (ukernel.h,
+# vx_ukernel_family.bs_far).
 FAR_SUFFIX = "_far"
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 # Rows of in-place B fetched ahead (~100 cycles of L3 latency). Shorter
@@ -36,6 +37,17 @@ MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 # A call cannot tell where B lies, and weights read once per forward pass
 # come from DRAM: 16 stays (NOTES.md, 2026-11-24, eighth session).
 B_PREFETCH_ROWS = 16
+# ... and by the far kernels, into L2: these serve rows that alias in L1
+# (from L3) and B's bigger than the last-level cache (from DRAM, through a
+# TLB miss per row), where 16 rows (~45 ns of a 6x64 tile's work) hide too
+# little. AMD Zen 5, 2 threads, forced plans, builds alternated: 96 rows
+# ran 66x4057x3535 (B 57 MB, 6x64) in 4.70-4.80 ms against 5.27-5.42 with
+# 16 (and the L1 kernels at 16: 5.15-5.79; 192 rows: 4.82-4.84),
+# 5x3072x768 88 us against 103-106, 16x4096x1024 0.97x the time,
+# 16x3072x768, 32x4096x512, 80x3072x768 and 272x3072x768 within
+# +-2 % (NOTES.md, eighteenth session). The near kernels at 96 lost up to
+# 30 % on few-row calls over B's in L3 (5x3861x326, 2x1243x60).
+B_PREFETCH_ROWS_FAR = 96
 A_GROUP = 3              # in-place A rows per pointer: base, base + a_rs * 4, base + a_rs * 8 bytes
 
 
@@ -291,6 +303,8 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             parts.append(f"bpk += {steps * nr};")
         return [indent + " ".join(parts)]
 
+    ahead = B_PREFETCH_ROWS_FAR if far else B_PREFETCH_ROWS  # rows of B fetched ahead
+
     def step(u, live, masked, indent):
         """One k step over the first `live` vectors of the tile; with
         `masked`, the last of them is partial and masked, the others are
@@ -299,12 +313,12 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         out = []
         if not b_packed and not masked:
             # In-place B rows are ldb apart: too far for the hardware stride
-            # prefetcher, so fetch B_PREFETCH_ROWS rows ahead by hand, into
+            # prefetcher, so fetch `ahead` rows by hand, into
             # L1 (locality 3), or with `far` into L2 (locality 2,
             # prefetcht1): rows whose L1 sets hold fewer lines than the rows
             # in flight evict each other before they are read.
             for v in range(0, live, max(1, 16 // I.w)):
-                uo = f"({u} + {B_PREFETCH_ROWS}) * b_rs"
+                uo = f"({u} + {ahead}) * b_rs"
                 out.append(f"{indent}__builtin_prefetch(pf + {uo} + {v * I.w}, 0, {2 if far else 3});")
         for v in range(live):
             ptr = b_ptr(v, u)
@@ -344,12 +358,12 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         if prefetching:
             # The last rows of a walk fetch ahead the first rows of the
             # next panel (nr columns on, k rows back), which the driver
-            # walks next: otherwise each walk starts with B_PREFETCH_ROWS
+            # walks next: otherwise each walk starts with `ahead`
             # rows fetched on demand.
             out.append(f"{indent}const int64_t pf_wrap = {nr} - k * b_rs;")
         out.append(f"{indent}for (; p + {UNROLL} <= k; p += {UNROLL}) {{")
         if prefetching:
-            out.append(f"{indent}  const float *pf = b + (p + {B_PREFETCH_ROWS + UNROLL} > k ? pf_wrap : 0);")
+            out.append(f"{indent}  const float *pf = b + (p + {ahead + UNROLL} > k ? pf_wrap : 0);")
         for u in range(UNROLL):
             out.append(f"{indent}  {{")
             out += step(u, live, masked, indent + "    ")

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/hw.h"
 #include "analyzer/plan.h"
+#include "analyzer/select.h"
 #include "ref.h"
 #include "vt_isa.h"
 
@@ -177,6 +179,47 @@ VT_ISA_TEST(shapes, around_register_tiles, TMO)
                 vt_check(&c);
             }
     }
+}
+
+/* A B larger than the last-level cache comes from DRAM, and the in-place
+ * kernels fetch it with their far variants (gemm.c, b_fetched_far): the
+ * best-ranked direct and packed plans, forced, over such a B, with one row
+ * tile (in-place B only) and with several (the first packs each panel). */
+VT_ISA_TEST(shapes, b_past_last_level_cache, TMO)
+{
+    const vx_hw_info *hw = vx_hw();
+    int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    if (last <= 0 || last > ((int64_t)256 << 20))
+        last = last <= 0 ? (int64_t)32 << 20 : (int64_t)256 << 20;
+    const int64_t n = 1037, k = last / (int64_t)sizeof(float) / n + 5; /* B just past it */
+    static const int64_t ms[] = {5, 29};
+    enum { MAX_RANKED = 4096 };
+    vx_priced_plan *all = malloc(sizeof *all * MAX_RANKED);
+    cr_assert(all);
+    for (int i = 0; i < 2; i++) {
+        vx_gemm_shape sh = { .m = ms[i], .n = n, .k = k, .b_unit_stride = 1, .a_unit_stride = 1 };
+        const int ranked = vx_gemm_rank(&sh, vt_isa, 2, all, MAX_RANKED);
+        static const vx_path paths[] = {VX_PATH_DIRECT, VX_PATH_PACKED};
+        for (int w = 0; w < 2; w++) {
+            int r = 0;
+            while (r < ranked && r < MAX_RANKED && all[r].plan.path != paths[w])
+                r++;
+            cr_assert(r < ranked && r < MAX_RANKED, "%lldx%lldx%lld: no %s plan ranked", (long long)sh.m,
+                      (long long)n, (long long)k, w ? "packed" : "direct");
+            char tag[128];
+            snprintf(tag, sizeof tag, "isa=%s B past the last-level cache, the best %s plan forced",
+                     vt_isa_name(vt_isa), w ? "packed" : "direct");
+            vt_case c = vt_case_make(sh.m, n, k);
+            c.beta = i ? 0.3f : 0.0f;
+            c.cinit = i ? VT_C_RANDOM : VT_C_NAN;
+            c.alpha = -0.5f;
+            c.tag = tag;
+            vx_plan_set_override(&all[r].plan);
+            vt_check(&c);
+            vx_plan_set_override(NULL);
+        }
+    }
+    free(all);
 }
 
 /* k around the usual kc blocking sizes, and m, n, k around the planner's own

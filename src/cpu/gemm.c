@@ -168,10 +168,10 @@ static int packs_b_on_read(const vx_gemm_args *g)
     return !ext_of(g)->gather_b && g->b_cs == 1;
 }
 
-static int b_rows_alias_in_l1(int64_t b_rs);
+static int b_fetched_far(const vx_gemm_args *g);
 
-/* The pk kernels for B's rows (ukernel.h): fetching into L2 where the rows
- * alias in L1 (far: b_rows_alias_in_l1). */
+/* The pk kernels for B's rows (ukernel.h): fetching further ahead into L2
+ * where the rows alias in L1 or come from DRAM (far: b_fetched_far). */
 static const vx_ukernel_pk_fn *pk_kernels(const job *J, int far)
 {
     return far ? J->fam->pk_far : J->fam->pk;
@@ -191,7 +191,7 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     const int mr = P->mr, nr = P->nr;
     const int a_in_place = reads_a_in_place(g, mr), b_on_read = packs_b_on_read(g);
     const vx_ukernel_fn *kern = J->fam->kern[a_in_place ? VX_UK_AS_BP : VX_UK_AP_BP];
-    const vx_ukernel_pk_fn *kern_pk = b_on_read ? pk_kernels(J, b_rows_alias_in_l1(g->b_rs)) : NULL;
+    const vx_ukernel_pk_fn *kern_pk = b_on_read ? pk_kernels(J, b_fetched_far(g)) : NULL;
     /* A's strides for the kernels: in place, the matrix's; packed, the
      * packed kernels take none */
     const int64_t a_rs = a_in_place ? g->a_rs : 0, a_cs = a_in_place ? g->a_cs : 0;
@@ -308,6 +308,20 @@ static int b_rows_alias_in_l1(int64_t b_rs)
                         hw->line_bytes) < FAR_MIN_L1_ROWS;
 }
 
+/* Whether the in-place kernels fetch B's rows with the far kernels: rows
+ * that alias in L1 (above), or a B larger than the last-level cache, whose
+ * rows come from DRAM on every call, each through a TLB miss where they lie
+ * a page or more apart: 16 rows fetched ahead into L1 left the kernels
+ * waiting (66x4057x3535, B 57 MB, 6x64 tiles on 2 AMD Zen 5 cores: 5.2-5.8
+ * ms, 4.7-4.8 with the far kernels; NOTES.md, eighteenth session). */
+static int b_fetched_far(const vx_gemm_args *g)
+{
+    const vx_hw_info *hw = vx_hw();
+    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    return b_rows_alias_in_l1(g->b_rs) ||
+           (last > 0 && (double)g->k * (double)g->n * (double)sizeof(float) > (double)last);
+}
+
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
  * K is blocked (the plan's kc) and is the outer loop: one k block of B's
@@ -329,7 +343,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const int on_read = pack_b ? packs_b_on_read(g) : packs_on_read(J->plan, m1 - m0);
     const int copy_edge = !pack_b && !on_read && copies_edge_panel(J->plan, g, m1 - m0);
     const vx_ukernel_fn *kern_bp = J->fam->kern[VX_UK_AS_BP];
-    const int far = b_rows_alias_in_l1(g->b_rs);
+    const int far = b_fetched_far(g);
     const vx_ukernel_fn *kern_bs = far ? J->fam->bs_far : J->fam->kern[VX_UK_AS_BS];
     const vx_ukernel_pk_fn *kern_pk = pk_kernels(J, far);
     vx_epilogue epb;
