@@ -44,6 +44,9 @@ static const shape shapes[] = {
     { 2, 2, 5, 19, 3, 1, 9, 1, 4, 1, 1 },       /* cut by the padding on both sides */
     { 3, 20, 7, 7, 24, 3, 3, 1, 1, 1, 1 },      /* small maps: edge pixels stacked down the rows */
     { 1, 12, 14, 5, 20, 5, 3, 1, 2, 1, 1 },     /* or across images; two rows of edge classes */
+    { 1, 6, 9, 21, 10, 5, 5, 1, 2, 1, 1 },      /* NCHW gathers shifted runs (output as wide as */
+    { 2, 5, 8, 13, 6, 3, 3, 1, 2, 2, 1 },       /* the input) into panels that start mid-row; dilated */
+    { 1, 2, 12, 11, 3, 11, 11, 1, 5, 1, 1 },    /* the most taps it takes */
 };
 
 static void run_forced(const vx_gemm_plan *ov, const char *what)

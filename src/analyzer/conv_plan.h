@@ -68,6 +68,20 @@ static inline int vx_conv_piece_way(int64_t len, int64_t rows, int64_t imgs, int
  * the analyzer prices the copy by it). */
 enum { VX_CONV_GATHER_RUN_MAX = 64 };
 
+/* Whether the NCHW patch gather fills each panel row as one run of the
+ * channel shifted by the tap (conv_gather.c): stride 1 and an output as
+ * wide as the input (3x3 pad 1, 5x5 pad 2, ...), so that output pixel
+ * oh * w + ow of tap (r, s) reads input float (oh * w + ow) + dy * w + dx.
+ * `h`, `w`: the input's height and width, `q`: the output width. The analyzer prices such a gather without a cost
+ * per run. */
+enum { VX_CONV_SHIFT_MAX_TAPS = 121 };
+static inline int vx_conv_shifted_runs(int64_t stride_h, int64_t stride_w, int64_t h, int64_t w, int64_t q,
+                                       int64_t taps)
+{
+    /* the gather compares pixel coordinates in 32-bit lanes */
+    return stride_h == 1 && stride_w == 1 && q == w && taps <= VX_CONV_SHIFT_MAX_TAPS && h * w < INT32_MAX;
+}
+
 /* The implicit-GEMM view of a (valid) convolution.
  *   NHWC: C[pixel][k'] = sum over (r, s, c') of patch[pixel][(r, s, c')] filter[k'][(r, s, c')]
  *         m = n*p*q pixels, n = k/groups, k = r*s*c/groups; items = groups

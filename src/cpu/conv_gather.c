@@ -2,6 +2,7 @@
  * gathered straight into the packed CacheBuffer, in the layouts the
  * micro-kernels read (cpu/pack.h). No im2col matrix is ever built: each
  * call fills one kc-deep block of one panel set. */
+#include <immintrin.h>
 #include <string.h>
 
 #include "cpu/conv.h"
@@ -153,10 +154,83 @@ static void put_run(panel_row *pr, int64_t n, const float *src, int64_t st)
     }
 }
 
+/* NCHW at stride 1 with the output as wide as the input (a "same" width:
+ * 3x3 pad 1, 5x5 pad 2, ...): output pixel j = oh * w + ow of tap (r, s)
+ * reads input float j + dy * w + dx of its channel, so a panel's row is one
+ * run of the channel shifted by the tap, the pixels whose tap falls in the
+ * padding masked to zero. Eight columns a vector, masked loads (no lane
+ * outside the mask is read). The masks, per tap and vector, are made once
+ * per panel, for the taps the call's rows use. A 7x7 map (49 columns, one
+ * 64-wide panel) was filled a tap at a time along each of its 7 output
+ * rows, 3 runs a row: 512x7x7 with 512 3x3 filters spent 220 of 840 us
+ * there on 2 AMD Zen 5 cores (NOTES.md, eighteenth session). */
+enum { SHIFT_MAX_TAPS = VX_CONV_SHIFT_MAX_TAPS, SHIFT_MAX_VECS = 8 };
+
+static int shifted_runs(const vx_conv_patches *X, int nr)
+{
+    return vx_conv_shifted_runs(X->sh, X->sw, X->h, X->w, X->q, X->r * X->s) && nr % 8 == 0 &&
+           nr / 8 <= SHIFT_MAX_VECS;
+}
+
+__attribute__((target("avx2"))) static void pack_nchw_shifted(const vx_conv_patches *X, const float *base,
+                                                               int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+                                                               int nr, float *out)
+{
+    const int64_t hw = X->h * X->w, rs_n = X->r * X->s, vecs = nr / 8;
+    __m256i mask[SHIFT_MAX_TAPS][SHIFT_MAX_VECS];
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t j0 = 0; j0 < cols; j0 += nr) {
+        float *panel = out + j0 * rows; /* panel j0 / nr: nr * rows floats each */
+        /* each lane's output pixel: column c0 + j0 + t, t < cols - j0 */
+        __m256i oh[SHIFT_MAX_VECS], ow[SHIFT_MAX_VECS], live[SHIFT_MAX_VECS];
+        for (int64_t v = 0; v < vecs; v++) {
+            int32_t h8[8], w8[8];
+            for (int l = 0; l < 8; l++) {
+                const int64_t col = c0 + j0 + v * 8 + l;
+                h8[l] = (int32_t)(col / X->q);
+                w8[l] = (int32_t)(col % X->q);
+            }
+            oh[v] = _mm256_loadu_si256((const __m256i *)h8);
+            ow[v] = _mm256_loadu_si256((const __m256i *)w8);
+            live[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(cols - j0 - v * 8)), lane);
+        }
+        int64_t c = r0 / rs_n, rs = r0 % rs_n;
+        for (int64_t pp = 0; pp < rows; pp++) {
+            const int64_t dy = (rs / X->s) * X->dh - X->ph, dx = (rs % X->s) * X->dw - X->pw;
+            if (pp < rs_n) /* the rows go through the taps in turn: each tap's masks once */
+                for (int64_t v = 0; v < vecs; v++) {
+                    const __m256i ih = _mm256_add_epi32(oh[v], _mm256_set1_epi32((int32_t)dy));
+                    const __m256i iw = _mm256_add_epi32(ow[v], _mm256_set1_epi32((int32_t)dx));
+                    /* 0 <= ih < h and 0 <= iw < w */
+                    const __m256i in_h = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), ih),
+                                                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)X->h), ih));
+                    const __m256i in_w = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), iw),
+                                                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)X->w), iw));
+                    mask[rs][v] = _mm256_and_si256(_mm256_and_si256(in_h, in_w), live[v]);
+                }
+            /* the run's first float; lanes whose tap is outside the
+             * channel are masked, so only in-channel addresses are read */
+            const float *src = base + c * hw + (c0 + j0) + dy * X->w + dx;
+            float *dst = panel + pp * nr;
+            for (int64_t v = 0; v < vecs; v++)
+                _mm256_storeu_ps(dst + v * 8, _mm256_maskload_ps(src + v * 8, mask[rs][v]));
+            if (++rs == rs_n) {
+                rs = 0;
+                ++c;
+            }
+        }
+    }
+}
+
 static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
                       int nr, float *out)
 {
     const vx_conv_patches *X = (const vx_conv_patches *)self;
+    if (shifted_runs(X, nr)) {
+        const int64_t im = item / X->groups, g = item % X->groups;
+        pack_nchw_shifted(X, X->in + (im * X->c + g * X->cg) * X->h * X->w, r0, rows, c0, cols, nr, out);
+        return;
+    }
     const int64_t hw = X->h * X->w, rs_n = X->r * X->s;
     const int64_t im = item / X->groups, g = item % X->groups;
     const float *base = X->in + (im * X->c + g * X->cg) * hw;
