@@ -10,11 +10,11 @@
 #include "analyzer/plancache.h"
 #include "cpu/cpu_levels.h"
 
-/* conv_gather.c's shifted runs: a whole panel row (up to 64 floats) per
- * run. Priced as runs of 64 (no cost per run at all made packed NCHW plans
- * over 56x56 maps look faster than they run: 8x64x56x56, 3x3, priced 3.8
- * ms, ran 6.0-10 ms; NOTES.md, eighteenth session). */
-enum { SHIFTED_RUN = 64 };
+/* The NCHW gather's panel rows in vectors (conv_plan.h, vx_conv_nchw_lanes),
+ * priced as runs of 64 floats: no cost per run at all made packed NCHW
+ * plans over 56x56 maps look faster than they run (8x64x56x56, 3x3, priced
+ * 3.8 ms, ran 6.0-10 ms; NOTES.md, eighteenth session). */
+enum { LANES_RUN = 64 };
 
 /* ceil(a / b) for a >= 0, b >= 1, without forming a + b (b may be INT64_MAX) */
 static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -123,13 +123,15 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
         v->shape.a_unit_stride = 1;
         v->shape.b_unit_stride = 1;
         v->shape.b_gathered = !v->pointwise;
-        /* the gather copies runs of a row of output pixels, cut at panels;
-         * at stride 1 with the output as wide as the input a panel's row
-         * is one shifted run of the channel (conv_gather.c, shifted_runs),
-         * masked vector copies: 512x7x7 with 512 3x3 filters ran 604 us,
-         * the same GEMM with B plain 616 (AMD Zen 5, 2 threads) */
-        const int shifted = vx_conv_shifted_runs(p->stride_h, p->stride_w, p->h, p->w, v->q, p->r * p->s);
-        v->shape.b_run = v->pointwise ? 0 : shifted ? SHIFTED_RUN : (v->q < 16 ? v->q : 16);
+        /* the gather copies runs of a row of output pixels, cut at panels,
+         * or whole panel rows in vectors (vx_conv_nchw_lanes): 512x7x7 with
+         * 512 3x3 filters ran 604 us (shifted runs), the same GEMM with B
+         * plain 616 (AMD Zen 5, 2 threads). Rows gathered by index (strides
+         * over 1) keep the price of runs: priced as shifted ones,
+         * 3x512x14x14 at stride 2 left the NHWC route (1765 us) for its own
+         * (1980). */
+        const int lanes = vx_conv_nchw_lanes(p->stride_h, p->stride_w, p->h, p->w, v->q, p->r * p->s);
+        v->shape.b_run = v->pointwise ? 0 : lanes == 1 ? LANES_RUN : (v->q < 16 ? v->q : 16);
     }
     v->shape.m = v->m;
     v->shape.n = v->n;

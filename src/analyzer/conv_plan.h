@@ -68,18 +68,28 @@ static inline int vx_conv_piece_way(int64_t len, int64_t rows, int64_t imgs, int
  * the analyzer prices the copy by it). */
 enum { VX_CONV_GATHER_RUN_MAX = 64 };
 
-/* Whether the NCHW patch gather fills each panel row as one run of the
- * channel shifted by the tap (conv_gather.c): stride 1 and an output as
- * wide as the input (3x3 pad 1, 5x5 pad 2, ...), so that output pixel
- * oh * w + ow of tap (r, s) reads input float (oh * w + ow) + dy * w + dx.
- * `h`, `w`: the input's height and width, `q`: the output width. The analyzer prices such a gather without a cost
- * per run. */
+/* How the NCHW patch gather fills a panel row (one tap of one channel over
+ * the panel's output pixels; conv_gather.c): 1, one run of the channel
+ * shifted by the tap, where the stride is 1 and the output as wide as the
+ * input (3x3 pad 1, 5x5 pad 2, ...), so that output pixel oh * w + ow of tap
+ * (r, s) reads input float (oh * w + ow) + dy * w + dx; 2, the same lanes
+ * gathered by index, at strides over 1 with outputs at most 8 wide; 0,
+ * runs along each output row.
+ * `h`, `w`: the input's height and width, `q`: the output width. The
+ * analyzer prices form 1 without a cost per output row (conv_plan.c). */
 enum { VX_CONV_SHIFT_MAX_TAPS = 121 };
-static inline int vx_conv_shifted_runs(int64_t stride_h, int64_t stride_w, int64_t h, int64_t w, int64_t q,
-                                       int64_t taps)
+static inline int vx_conv_nchw_lanes(int64_t stride_h, int64_t stride_w, int64_t h, int64_t w, int64_t q,
+                                     int64_t taps)
 {
-    /* the gather compares pixel coordinates in 32-bit lanes */
-    return stride_h == 1 && stride_w == 1 && q == w && taps <= VX_CONV_SHIFT_MAX_TAPS && h * w < INT32_MAX;
+    /* the gather computes pixel positions in 32-bit lanes */
+    if (taps > VX_CONV_SHIFT_MAX_TAPS || h * w >= INT32_MAX / (stride_h > stride_w ? stride_h : stride_w))
+        return 0;
+    if (stride_h == 1 && stride_w == 1)
+        return q == w;
+    /* gathered by index only where a row's run is a vector or less: 1x1
+     * stride-2 projections onto 14x14 and 28x28 maps ran 1.15-1.22x the
+     * time so (NOTES.md, eighteenth session) */
+    return q <= 8 ? 2 : 0;
 }
 
 /* The implicit-GEMM view of a (valid) convolution.

@@ -166,23 +166,29 @@ static void put_run(panel_row *pr, int64_t n, const float *src, int64_t st)
  * there on 2 AMD Zen 5 cores (NOTES.md, eighteenth session). */
 enum { SHIFT_MAX_TAPS = VX_CONV_SHIFT_MAX_TAPS, SHIFT_MAX_VECS = 8 };
 
-static int shifted_runs(const vx_conv_patches *X, int nr)
+/* 1: shifted runs; 2: the same lanes gathered by index (strided taps);
+ * 0: neither (the runs below). */
+static int lane_form(const vx_conv_patches *X, int nr)
 {
-    return vx_conv_shifted_runs(X->sh, X->sw, X->h, X->w, X->q, X->r * X->s) && nr % 8 == 0 &&
-           nr / 8 <= SHIFT_MAX_VECS;
+    if (nr % 8 != 0 || nr / 8 > SHIFT_MAX_VECS)
+        return 0;
+    return vx_conv_nchw_lanes(X->sh, X->sw, X->h, X->w, X->q, X->r * X->s);
 }
 
-__attribute__((target("avx2"))) static void pack_nchw_shifted(const vx_conv_patches *X, const float *base,
-                                                               int64_t r0, int64_t rows, int64_t c0, int64_t cols,
-                                                               int nr, float *out)
+/* Also for strides over 1 (form 2): lane t of the panel reads input
+ * oh*sh*w + ow*sw + dy*w + dx, gathered by index under the same masks. */
+__attribute__((target("avx2"))) static void pack_nchw_lanes(const vx_conv_patches *X, const float *base,
+                                                             int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+                                                             int nr, int form, float *out)
 {
     const int64_t hw = X->h * X->w, rs_n = X->r * X->s, vecs = nr / 8;
     __m256i mask[SHIFT_MAX_TAPS][SHIFT_MAX_VECS];
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int64_t j0 = 0; j0 < cols; j0 += nr) {
         float *panel = out + j0 * rows; /* panel j0 / nr: nr * rows floats each */
+        const int64_t live_vecs = cols - j0 >= nr ? vecs : (cols - j0 + 7) / 8;
         /* each lane's output pixel: column c0 + j0 + t, t < cols - j0 */
-        __m256i oh[SHIFT_MAX_VECS], ow[SHIFT_MAX_VECS], live[SHIFT_MAX_VECS];
+        __m256i oh[SHIFT_MAX_VECS], ow[SHIFT_MAX_VECS], live[SHIFT_MAX_VECS], at[SHIFT_MAX_VECS];
         for (int64_t v = 0; v < vecs; v++) {
             int32_t h8[8], w8[8];
             for (int l = 0; l < 8; l++) {
@@ -193,14 +199,19 @@ __attribute__((target("avx2"))) static void pack_nchw_shifted(const vx_conv_patc
             oh[v] = _mm256_loadu_si256((const __m256i *)h8);
             ow[v] = _mm256_loadu_si256((const __m256i *)w8);
             live[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(cols - j0 - v * 8)), lane);
+            /* the input position of tap (0, 0) without padding: oh*sh*w + ow*sw */
+            at[v] = _mm256_add_epi32(_mm256_mullo_epi32(oh[v], _mm256_set1_epi32((int32_t)(X->sh * X->w))),
+                                     _mm256_mullo_epi32(ow[v], _mm256_set1_epi32((int32_t)X->sw)));
         }
         int64_t c = r0 / rs_n, rs = r0 % rs_n;
         for (int64_t pp = 0; pp < rows; pp++) {
             const int64_t dy = (rs / X->s) * X->dh - X->ph, dx = (rs % X->s) * X->dw - X->pw;
             if (pp < rs_n) /* the rows go through the taps in turn: each tap's masks once */
                 for (int64_t v = 0; v < vecs; v++) {
-                    const __m256i ih = _mm256_add_epi32(oh[v], _mm256_set1_epi32((int32_t)dy));
-                    const __m256i iw = _mm256_add_epi32(ow[v], _mm256_set1_epi32((int32_t)dx));
+                    const __m256i ih = _mm256_add_epi32(_mm256_mullo_epi32(oh[v], _mm256_set1_epi32((int32_t)X->sh)),
+                                                        _mm256_set1_epi32((int32_t)dy));
+                    const __m256i iw = _mm256_add_epi32(_mm256_mullo_epi32(ow[v], _mm256_set1_epi32((int32_t)X->sw)),
+                                                        _mm256_set1_epi32((int32_t)dx));
                     /* 0 <= ih < h and 0 <= iw < w */
                     const __m256i in_h = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), ih),
                                                              _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)X->h), ih));
@@ -208,12 +219,19 @@ __attribute__((target("avx2"))) static void pack_nchw_shifted(const vx_conv_patc
                                                              _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)X->w), iw));
                     mask[rs][v] = _mm256_and_si256(_mm256_and_si256(in_h, in_w), live[v]);
                 }
-            /* the run's first float; lanes whose tap is outside the
-             * channel are masked, so only in-channel addresses are read */
-            const float *src = base + c * hw + (c0 + j0) + dy * X->w + dx;
+            /* the tap's shift within the channel; lanes whose tap falls
+             * outside it are masked, so only in-channel addresses are read */
+            const float *src = base + c * hw + dy * X->w + dx;
             float *dst = panel + pp * nr;
-            for (int64_t v = 0; v < vecs; v++)
-                _mm256_storeu_ps(dst + v * 8, _mm256_maskload_ps(src + v * 8, mask[rs][v]));
+            if (form == 1)
+                for (int64_t v = 0; v < live_vecs; v++)
+                    _mm256_storeu_ps(dst + v * 8, _mm256_maskload_ps(src + c0 + j0 + v * 8, mask[rs][v]));
+            else
+                for (int64_t v = 0; v < live_vecs; v++)
+                    _mm256_storeu_ps(dst + v * 8, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), src, at[v],
+                                                                           _mm256_castsi256_ps(mask[rs][v]), 4));
+            for (int64_t v = live_vecs; v < vecs; v++) /* past the last column: the panel's zero padding */
+                _mm256_storeu_ps(dst + v * 8, _mm256_setzero_ps());
             if (++rs == rs_n) {
                 rs = 0;
                 ++c;
@@ -226,9 +244,10 @@ static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t r
                       int nr, float *out)
 {
     const vx_conv_patches *X = (const vx_conv_patches *)self;
-    if (shifted_runs(X, nr)) {
+    const int form = lane_form(X, nr);
+    if (form) {
         const int64_t im = item / X->groups, g = item % X->groups;
-        pack_nchw_shifted(X, X->in + (im * X->c + g * X->cg) * X->h * X->w, r0, rows, c0, cols, nr, out);
+        pack_nchw_lanes(X, X->in + (im * X->c + g * X->cg) * X->h * X->w, r0, rows, c0, cols, nr, form, out);
         return;
     }
     const int64_t hw = X->h * X->w, rs_n = X->r * X->s;
