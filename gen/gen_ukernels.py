@@ -48,6 +48,7 @@ B_PREFETCH_ROWS = 16
 # +-2 % (NOTES.md, eighteenth session). The near kernels at 96 lost up to
 # 30 % on few-row calls over B's in L3 (5x3861x326, 2x1243x60).
 B_PREFETCH_ROWS_FAR = 96
+TAIL_PREFETCH_MIN_ROWS = 4  # rows of a tile that also fetches each B row's last line
 A_GROUP = 3              # in-place A rows per pointer: base, base + a_rs * 4, base + a_rs * 8 bytes
 
 
@@ -317,9 +318,18 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             # L1 (locality 3), or with `far` into L2 (locality 2,
             # prefetcht1): rows whose L1 sets hold fewer lines than the rows
             # in flight evict each other before they are read.
+            uo = f"({u} + {ahead}) * b_rs"
             for v in range(0, live, max(1, 16 // I.w)):
-                uo = f"({u} + {ahead}) * b_rs"
                 out.append(f"{indent}__builtin_prefetch(pf + {uo} + {v * I.w}, 0, {2 if far else 3});")
+            # ... and the row's last float: a row that does not start on a
+            # line spans one line more than its vectors' starts reach, and
+            # that line came on demand, from DRAM once per row (66x4057x3535,
+            # rows 16228 bytes apart: 14x32 tiles ran 1.37x the time of 6x64,
+            # at 66x4096x3535 0.97x; NOTES.md, eighteenth session). Tiles of
+            # fewer rows issue more loads than FMAs and pay for one more
+            # (2x1243x60 with 2 rows: 1.7 -> 2.0 us): they go without.
+            if m >= TAIL_PREFETCH_MIN_ROWS:
+                out.append(f"{indent}__builtin_prefetch(pf + {uo} + {live * I.w - 1}, 0, {2 if far else 3});")
         for v in range(live):
             ptr = b_ptr(v, u)
             # AVX-512 runs one masked loop for every n < nr (see below): each
