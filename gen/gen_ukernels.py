@@ -305,6 +305,7 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         return [indent + " ".join(parts)]
 
     ahead = B_PREFETCH_ROWS_FAR if far else B_PREFETCH_ROWS  # rows of B fetched ahead
+    locality = 2 if far else 3  # __builtin_prefetch: into L2 (prefetcht1) or L1
 
     def step(u, live, masked, indent):
         """One k step over the first `live` vectors of the tile; with
@@ -320,7 +321,7 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             # in flight evict each other before they are read.
             uo = f"({u} + {ahead}) * b_rs"
             for v in range(0, live, max(1, 16 // I.w)):
-                out.append(f"{indent}__builtin_prefetch(pf + {uo} + {v * I.w}, 0, {2 if far else 3});")
+                out.append(f"{indent}__builtin_prefetch(pf + {uo} + {v * I.w}, 0, {locality});")
             # ... and the row's last float: a row that does not start on a
             # line spans one line more than its vectors' starts reach, and
             # that line came on demand, from DRAM once per row (66x4057x3535,
@@ -329,7 +330,7 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             # fewer rows issue more loads than FMAs and pay for one more
             # (2x1243x60 with 2 rows: 1.7 -> 2.0 us): they go without.
             if m >= TAIL_PREFETCH_MIN_ROWS:
-                out.append(f"{indent}__builtin_prefetch(pf + {uo} + {live * I.w - 1}, 0, {2 if far else 3});")
+                out.append(f"{indent}__builtin_prefetch(pf + {uo} + {live * I.w - 1}, 0, {locality});")
         for v in range(live):
             ptr = b_ptr(v, u)
             # AVX-512 runs one masked loop for every n < nr (see below): each

@@ -175,6 +175,13 @@ static int lane_form(const vx_conv_patches *X, int nr)
     return vx_conv_nchw_lanes(X->sh, X->sw, X->h, X->w, X->q, X->r * X->s);
 }
 
+/* All ones in the lanes of x with 0 <= x < n. */
+__attribute__((target("avx2"))) static inline __m256i lanes_within(__m256i x, int64_t n)
+{
+    return _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), x),
+                               _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n), x));
+}
+
 /* Also for strides over 1 (form 2): lane t of the panel reads input
  * oh*sh*w + ow*sw + dy*w + dx, gathered by index under the same masks. */
 __attribute__((target("avx2"))) static void pack_nchw_lanes(const vx_conv_patches *X, const float *base,
@@ -188,35 +195,28 @@ __attribute__((target("avx2"))) static void pack_nchw_lanes(const vx_conv_patche
         float *panel = out + j0 * rows; /* panel j0 / nr: nr * rows floats each */
         const int64_t live_vecs = cols - j0 >= nr ? vecs : (cols - j0 + 7) / 8;
         /* each lane's output pixel: column c0 + j0 + t, t < cols - j0 */
-        __m256i oh[SHIFT_MAX_VECS], ow[SHIFT_MAX_VECS], live[SHIFT_MAX_VECS], at[SHIFT_MAX_VECS];
+        /* each lane's input row and column for tap (0, 0) without padding
+         * (oh * sh, ow * sw), and its offset in the channel */
+        __m256i ih0[SHIFT_MAX_VECS], iw0[SHIFT_MAX_VECS], live[SHIFT_MAX_VECS], at[SHIFT_MAX_VECS];
         for (int64_t v = 0; v < vecs; v++) {
             int32_t h8[8], w8[8];
             for (int l = 0; l < 8; l++) {
                 const int64_t col = c0 + j0 + v * 8 + l;
-                h8[l] = (int32_t)(col / X->q);
-                w8[l] = (int32_t)(col % X->q);
+                h8[l] = (int32_t)(col / X->q * X->sh);
+                w8[l] = (int32_t)(col % X->q * X->sw);
             }
-            oh[v] = _mm256_loadu_si256((const __m256i *)h8);
-            ow[v] = _mm256_loadu_si256((const __m256i *)w8);
+            ih0[v] = _mm256_loadu_si256((const __m256i *)h8);
+            iw0[v] = _mm256_loadu_si256((const __m256i *)w8);
             live[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(cols - j0 - v * 8)), lane);
-            /* the input position of tap (0, 0) without padding: oh*sh*w + ow*sw */
-            at[v] = _mm256_add_epi32(_mm256_mullo_epi32(oh[v], _mm256_set1_epi32((int32_t)(X->sh * X->w))),
-                                     _mm256_mullo_epi32(ow[v], _mm256_set1_epi32((int32_t)X->sw)));
+            at[v] = _mm256_add_epi32(_mm256_mullo_epi32(ih0[v], _mm256_set1_epi32((int32_t)X->w)), iw0[v]);
         }
         int64_t c = r0 / rs_n, rs = r0 % rs_n;
         for (int64_t pp = 0; pp < rows; pp++) {
             const int64_t dy = (rs / X->s) * X->dh - X->ph, dx = (rs % X->s) * X->dw - X->pw;
             if (pp < rs_n) /* the rows go through the taps in turn: each tap's masks once */
                 for (int64_t v = 0; v < vecs; v++) {
-                    const __m256i ih = _mm256_add_epi32(_mm256_mullo_epi32(oh[v], _mm256_set1_epi32((int32_t)X->sh)),
-                                                        _mm256_set1_epi32((int32_t)dy));
-                    const __m256i iw = _mm256_add_epi32(_mm256_mullo_epi32(ow[v], _mm256_set1_epi32((int32_t)X->sw)),
-                                                        _mm256_set1_epi32((int32_t)dx));
-                    /* 0 <= ih < h and 0 <= iw < w */
-                    const __m256i in_h = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), ih),
-                                                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)X->h), ih));
-                    const __m256i in_w = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), iw),
-                                                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)X->w), iw));
+                    const __m256i in_h = lanes_within(_mm256_add_epi32(ih0[v], _mm256_set1_epi32((int32_t)dy)), X->h);
+                    const __m256i in_w = lanes_within(_mm256_add_epi32(iw0[v], _mm256_set1_epi32((int32_t)dx)), X->w);
                     mask[rs][v] = _mm256_and_si256(_mm256_and_si256(in_h, in_w), live[v]);
                 }
             /* the tap's shift within the channel; lanes whose tap falls
@@ -244,15 +244,14 @@ static void pack_nchw(const vx_gather *self, int64_t item, int64_t r0, int64_t r
                       int nr, float *out)
 {
     const vx_conv_patches *X = (const vx_conv_patches *)self;
-    const int form = lane_form(X, nr);
-    if (form) {
-        const int64_t im = item / X->groups, g = item % X->groups;
-        pack_nchw_lanes(X, X->in + (im * X->c + g * X->cg) * X->h * X->w, r0, rows, c0, cols, nr, form, out);
-        return;
-    }
     const int64_t hw = X->h * X->w, rs_n = X->r * X->s;
     const int64_t im = item / X->groups, g = item % X->groups;
     const float *base = X->in + (im * X->c + g * X->cg) * hw;
+    const int form = lane_form(X, nr);
+    if (form) {
+        pack_nchw_lanes(X, base, r0, rows, c0, cols, nr, form, out);
+        return;
+    }
     const int64_t oh0 = c0 / X->q, ow0 = c0 % X->q, padded = (cols + nr - 1) / nr * nr;
     int64_t c = r0 / rs_n, rs = r0 % rs_n;
     int64_t r = rs / X->s, s = rs % X->s;
