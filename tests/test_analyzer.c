@@ -564,10 +564,19 @@ static void two_unit_model(vx_isa isa, vx_device_desc *d, vx_candidates *c)
 }
 
 
-static int first_of_mode(const vx_candidates *c, int mode)
+/* Whether candidate j's tile may read A in place whatever A's stride
+ * (cost.h, vx_in_place_a_rows_ok: no more rows than the first level has
+ * ways, less the slack); copying both, any tile. */
+static int rows_fit_any_stride(const vx_device_desc *d, const vx_candidates *c, int j)
+{
+    const int ways = d->mem[0].ways;
+    return c->l1[j].mode == VX_LOAD_COPY_AB || ways <= 0 || c->l0[c->l1[j].l0].m <= ways - VX_IN_PLACE_A_ROW_SLACK;
+}
+
+static int first_of_mode(const vx_device_desc *d, const vx_candidates *c, int mode)
 {
     for (int j = 0; j < c->n1; j++)
-        if (c->l1[j].mode == mode)
+        if (c->l1[j].mode == mode && rows_fit_any_stride(d, c, j))
             return j;
     cr_assert_fail("no candidate of load mode %d", mode);
     return -1;
@@ -644,7 +653,7 @@ VT_ISA_TEST(cost, cells_side_by_side_pay_for_shared_lines, TMO)
         if (c.l1[j].mode == VX_LOAD_COPY_B && d.fam[c.l0[c.l1[j].l0].fam].n == 64 / d.elem_bytes * 4)
             l1 = j;
     if (l1 < 0)
-        l1 = first_of_mode(&c, VX_LOAD_COPY_B);
+        l1 = first_of_mode(&d, &c, VX_LOAD_COPY_B);
     const int g12 = grid_of(&c, 1, 2), g21 = grid_of(&c, 2, 1);
     const int n0 = d.fam[c.l0[c.l1[l1].l0].fam].n;
     vx_device_desc none = d;
@@ -679,7 +688,7 @@ VT_ISA_TEST(cost, inplace_overlap_scales_the_streams_and_calibrates, TMO)
     vx_device_desc d;
     vx_candidates c;
     two_unit_model(vt_isa, &d, &c);
-    const int l1 = first_of_mode(&c, VX_LOAD_NONE), g11 = grid_of(&c, 1, 1);
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_NONE), g11 = grid_of(&c, 1, 1);
     const vx_problem p = {.m = 16, .n = 2304, .k = 384, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const double full = vx_cost_price(&d, &c, &p, l1, g11);
     vx_device_desc o = d;
@@ -733,7 +742,7 @@ VT_ISA_TEST(cost, operand_lives_where_each_units_share_fits, TMO)
     vx_device_desc d;
     vx_candidates c;
     two_unit_model(vt_isa, &d, &c);
-    const int l1 = first_of_mode(&c, VX_LOAD_NONE), g12 = grid_of(&c, 1, 2), g11 = grid_of(&c, 1, 1);
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_NONE), g12 = grid_of(&c, 1, 2), g11 = grid_of(&c, 1, 1);
     const int lv = d.nmem - 2; /* the level before the last */
     cr_assert(lv >= 1, "%d memory levels", d.nmem);
     /* wide enough that A's one row fits the first level (a 32 MB L3 would
@@ -764,7 +773,7 @@ VT_ISA_TEST(cost, narrow_copies_from_the_last_level_pay_the_narrow_rate, TMO)
     vx_device_desc d;
     vx_candidates c;
     two_unit_model(vt_isa, &d, &c);
-    const int l1 = first_of_mode(&c, VX_LOAD_COPY_B), g11 = grid_of(&c, 1, 1);
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_COPY_B), g11 = grid_of(&c, 1, 1);
     const int64_t n = 768; /* rows 3 KiB apart: less than a page */
     cr_assert(d.elem_bytes * n < d.page_bytes, "rows of %lld must be less than a page apart", (long long)n);
     const int64_t k_far = 4 * d.mem[d.nmem - 2].bytes / (d.elem_bytes * n) + 1, k_near = 16;
@@ -788,7 +797,7 @@ VT_ISA_TEST(cost, narrow_copies_from_the_last_level_pay_the_narrow_rate, TMO)
 static int in_place_with_kc(const vx_device_desc *d, const vx_candidates *c, int kc, int min_bytes)
 {
     for (int j = 0; j < c->n1; j++)
-        if (c->l1[j].mode == VX_LOAD_NONE && c->l1[j].kc == kc &&
+        if (c->l1[j].mode == VX_LOAD_NONE && c->l1[j].kc == kc && rows_fit_any_stride(d, c, j) &&
             d->elem_bytes * d->fam[c->l0[c->l1[j].l0].fam].n >= min_bytes)
             return j;
     cr_assert_fail("no in-place candidate with kc = %d, %d bytes wide", kc, min_bytes);
@@ -935,7 +944,7 @@ VT_ISA_TEST(cost, b_copied_from_the_last_level_pays_read_and_copy, TMO)
     vx_device_desc d;
     vx_candidates c;
     two_unit_model(vt_isa, &d, &c);
-    const int l1 = first_of_mode(&c, VX_LOAD_COPY_AB), g11 = grid_of(&c, 1, 1);
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_COPY_AB), g11 = grid_of(&c, 1, 1);
     const int64_t n = 256, k_far = 4 * d.mem[d.nmem - 2].bytes / (d.elem_bytes * n) + 64, k_near = 16;
     const vx_problem far = {.m = 4, .n = n, .k = k_far, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const vx_problem near = {.m = 4, .n = n, .k = k_near, .b_in_place_ok = 1, .a_in_place_ok = 1};
@@ -988,6 +997,61 @@ VT_ISA_TEST(cost, k_blocks_beyond_the_tlbs_sets_pay_the_tlb_rate, TMO)
               "%g -> %g ns", s_fast, s_slow);
     cr_assert(n_fast > 0 && n_slow == n_fast, "kc = 512, rows 9 KiB apart: the TLB-missing rate moved the price "
               "%g -> %g ns", n_fast, n_slow);
+}
+
+/* A tile reading a plain A in place reads one element of each of its rows
+ * per k step; rows a multiple of a way apart share one set of the first
+ * level, which then holds no more of them than it has ways. Taller tiles
+ * are not priced in the in-place modes over such rows (4096x16x4096 on 30
+ * rows of 16 KiB apart ran 3.1x the time of 10 rows on AMD Zen 5; NOTES.md,
+ * nineteenth session), are priced over rows that spread over the sets, and
+ * copying both, always; every family keeps a tile short enough. */
+VT_ISA_TEST(cost, in_place_tiles_no_taller_than_the_l1_holds_a_rows, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const vx_mem_level *L1 = &d.mem[0];
+    if (L1->ways <= 0 || L1->way_bytes <= 0) {
+        vx_candidates_free(&c);
+        cr_skip_test("skipped: this machine's first-level set geometry is unknown");
+    }
+    const int safe = L1->ways - VX_IN_PLACE_A_ROW_SLACK;
+    for (int f = 0; f < d.nfamilies; f++) {
+        int shortest = 1 << 30, any = 0;
+        for (int i = 0; i < c.n0; i++)
+            if (c.l0[i].fam == f) {
+                any = 1;
+                shortest = c.l0[i].m < shortest ? c.l0[i].m : shortest;
+            }
+        cr_assert(!any || shortest <= safe, "family %d: shortest kept tile %d rows, the L1 holds %d at a way's stride",
+                  f, shortest, safe);
+    }
+    const int g21 = grid_of(&c, 2, 1);
+    const int64_t k_alias = 4 * L1->way_bytes / d.elem_bytes; /* rows 4 ways' bytes apart */
+    const int64_t k_spread = 17;                              /* rows 68 bytes apart */
+    int tall = 0, short_ = 0;
+    for (int j = 0; j < c.n1; j++) {
+        const vx_l0_cand *t = &c.l0[c.l1[j].l0];
+        const vx_problem alias = {.m = 4096, .n = d.fam[t->fam].n, .k = k_alias, .b_in_place_ok = 1,
+                                  .a_in_place_ok = 1};
+        const vx_problem spread = {.m = 4096, .n = d.fam[t->fam].n, .k = k_spread, .b_in_place_ok = 1,
+                                   .a_in_place_ok = 1};
+        const double pa = vx_cost_price(&d, &c, &alias, j, g21), ps = vx_cost_price(&d, &c, &spread, j, g21);
+        cr_assert(ps > 0, "candidate %d (%dx%d, mode %d) over rows 68 bytes apart: price %g", j, t->m,
+                  d.fam[t->fam].n, c.l1[j].mode, ps);
+        if (c.l1[j].mode == VX_LOAD_COPY_AB || t->m <= safe) {
+            cr_assert(pa > 0, "candidate %d (%dx%d, mode %d) over rows a way apart: price %g", j, t->m,
+                      d.fam[t->fam].n, c.l1[j].mode, pa);
+            short_ += c.l1[j].mode != VX_LOAD_COPY_AB;
+        } else {
+            cr_assert(pa < 0, "candidate %d (%d rows, mode %d) read A's rows in place a way apart, %d held: "
+                      "priced %g", j, t->m, c.l1[j].mode, safe, pa);
+            tall++;
+        }
+    }
+    vx_candidates_free(&c);
+    cr_assert(tall > 0 && short_ > 0, "%d tall and %d short in-place candidates: nothing compared", tall, short_);
 }
 
 /* ---- the wave model (GPU selection, device-neutral) ---- */

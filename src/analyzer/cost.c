@@ -676,13 +676,34 @@ static int mode_ok(const vx_problem *p, int mode)
     return p->a_in_place_ok && (mode == VX_LOAD_COPY_B || p->b_in_place_ok);
 }
 
+int vx_in_place_a_rows_ok(int m0, int64_t row_bytes, int ways, int64_t way_bytes, int line)
+{
+    const int64_t held = vx_rows_held(row_bytes, ways, way_bytes, line);
+    return held <= 0 || m0 <= held - VX_IN_PLACE_A_ROW_SLACK;
+}
+
+/* ... and whether an m0-row tile may read a plain A in place (the modes
+ * other than copying both): its rows, k elements apart as the model lays
+ * them, must fit the first level's sets (vx_in_place_a_rows_ok). A
+ * transposed A's rows are adjacent; a convolution's patches are runs of
+ * adjacent pixels. */
+static int tile_mode_ok(const vx_device_desc *d, const vx_problem *p, int m0, int mode)
+{
+    if (!mode_ok(p, mode))
+        return 0;
+    if (mode == VX_LOAD_COPY_AB || p->a_trans || p->a_seg > 0 || p->a_run > 0)
+        return 1;
+    const vx_mem_level *L1 = &d->mem[0];
+    return vx_in_place_a_rows_ok(m0, (int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+}
+
 double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l1, int l2)
 {
     const vx_l1_cand *b = &c->l1[l1];
     const vx_l0_cand *t = &c->l0[b->l0];
     const vx_l0_family *F = &d->fam[t->fam];
     grid_ctx x;
-    if (!mode_ok(p, b->mode) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
+    if (!tile_mode_ok(d, p, t->m, b->mode) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
     const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
     return x.fixed +
@@ -946,7 +967,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         mode_lb bound[VX_LOAD_MODES];
         int modes[VX_LOAD_MODES], nmodes = 0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
-            if (run[mode + 1] == run[mode] || !mode_ok(p, mode))
+            if (run[mode + 1] == run[mode] || !tile_mode_ok(d, p, t->m, mode))
                 continue;
             bound[mode] = mode_bound(d, p, F, t->m, mode, x);
             int j = nmodes++;
