@@ -252,13 +252,17 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         """Warm the C tile while the K loop runs: its rows are far apart.
         A row not starting on a line spans one line more than its vectors'
         starts reach; that line came on demand at the store (ldc = 1537:
-        1537^3 ran 8 % slower than with ldc = 1552)."""
+        1537^3 ran 8 % slower than with ldc = 1552). So the line of each
+        row's last live element is fetched too, where rows lie a line or
+        more apart (closer rows' starts cover each other's lines; 89250x7x128
+        ran 1037-1086 us with this against 1122-1228 fetching the tile's
+        last column in every row, 716847x2x8 alike)."""
         for i in range(m):
             for v in range(0, V, max(1, 64 // (4 * I.w))):
                 L.append(f"    __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")
-        L.append("    if (((uintptr_t)c | ((uintptr_t)c_rs << 2)) & 63) {")
+        L.append("    if (c_rs >= 16 && (((uintptr_t)c | ((uintptr_t)c_rs << 2)) & 63)) {")
         for i in range(m):
-            L.append(f"        __builtin_prefetch(c + {i} * c_rs + {V * I.w - 1}, 1, 3);")
+            L.append(f"        __builtin_prefetch(c + {i} * c_rs + n - 1, 1, 3);")
         L.append("    }")
     if seg:
         prefetch_c()  # once, before the segments
