@@ -565,12 +565,13 @@ static void two_unit_model(vx_isa isa, vx_device_desc *d, vx_candidates *c)
 
 
 /* Whether candidate j's tile may read A in place whatever A's stride
- * (cost.h, vx_in_place_a_rows_ok: no more rows than the first level has
- * ways, less the slack); copying both, any tile. */
+ * (cost.h, vx_in_place_a_rows_max over rows a way apart, the worst);
+ * copying both, any tile. */
 static int rows_fit_any_stride(const vx_device_desc *d, const vx_candidates *c, int j)
 {
-    const int ways = d->mem[0].ways;
-    return c->l1[j].mode == VX_LOAD_COPY_AB || ways <= 0 || c->l0[c->l1[j].l0].m <= ways - VX_IN_PLACE_A_ROW_SLACK;
+    const vx_mem_level *L1 = &d->mem[0];
+    return c->l1[j].mode == VX_LOAD_COPY_AB ||
+           c->l0[c->l1[j].l0].m <= vx_in_place_a_rows_max(L1->way_bytes, L1->ways, L1->way_bytes, L1->line);
 }
 
 static int first_of_mode(const vx_device_desc *d, const vx_candidates *c, int mode)

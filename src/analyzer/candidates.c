@@ -75,11 +75,12 @@ static int build_l0(const vx_device_desc *d, vx_candidates *c, vx_l0_cand *out)
                 break;
             }
         /* and, where every tile kept is taller, the tallest whose rows
-         * the first level holds at any stride (its ways, less the slack):
-         * the in-place plans take no taller one over A's rows a multiple
-         * of a way apart (cost.h, vx_in_place_a_rows_ok; 4096x16x4096 on
-         * 10x16 tiles ran in 0.32x the time of 30x16). */
-        const int safe = d->mem[0].ways - VX_IN_PLACE_A_ROW_SLACK;
+         * the first level holds at any stride (rows a way apart, the
+         * worst: its ways, less the slack): the in-place plans take no
+         * taller one over such rows of A (cost.h, vx_in_place_a_rows_max;
+         * 4096x16x4096 on 10x16 tiles ran in 0.32x the time of 30x16). */
+        const vx_mem_level *L1 = &d->mem[0];
+        const int64_t safe = vx_in_place_a_rows_max(L1->way_bytes, L1->ways, L1->way_bytes, L1->line);
         int have_safe = 0;
         for (int m = 1; m <= safe && m <= F->m_max && m <= VX_MAX_TILE_M; m++)
             have_safe |= keep[m];

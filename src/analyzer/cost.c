@@ -297,17 +297,25 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
     x->copy_a = 0;
 }
 
+/* Whether A is a matrix whose unit-stride rows a tile reads in place side
+ * by side, k elements apart as a call with lda = k lays them (a transposed
+ * A's rows are adjacent; a convolution's patches are runs of adjacent
+ * pixels). */
+static inline int a_rows_apart(const vx_problem *p)
+{
+    return p->a_in_place_ok && !p->a_trans && p->a_seg <= 0 && p->a_run <= 0;
+}
+
 /* Whether a packed plan with tiles of m0 rows reads A's block in place
- * rather than copying it: A a matrix with unit-stride rows, the tile short
- * enough (gemm.c, reads_a_in_place; A's rows taken k apart, as a call
- * with lda = k lays them). The block then streams from L2 into the kernels
- * like a copied one; what is left of the copy is the first read of each
- * block from A's home, priced like an in-place plan's (on top of the
+ * rather than copying it: A's rows apart (above), the tile short enough
+ * (gemm.c, reads_a_in_place). The block then streams from L2 into the
+ * kernels like a copied one; what is left of the copy is the first read of
+ * each block from A's home, priced like an in-place plan's (on top of the
  * kernels, which wait for it). */
 static inline int packed_a_in_place(const vx_device_desc *d, const vx_problem *p, int m0)
 {
     const vx_mem_level *L1 = &d->mem[0];
-    return p->a_in_place_ok && !p->a_trans && p->a_seg <= 0 && p->a_run <= 0 &&
+    return a_rows_apart(p) &&
            vx_packed_a_in_place_ok(m0, p->k, (int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
 }
 
@@ -676,25 +684,26 @@ static int mode_ok(const vx_problem *p, int mode)
     return p->a_in_place_ok && (mode == VX_LOAD_COPY_B || p->b_in_place_ok);
 }
 
-int vx_in_place_a_rows_ok(int m0, int64_t row_bytes, int ways, int64_t way_bytes, int line)
+int64_t vx_in_place_a_rows_max(int64_t row_bytes, int ways, int64_t way_bytes, int line)
 {
     const int64_t held = vx_rows_held(row_bytes, ways, way_bytes, line);
-    return held <= 0 || m0 <= held - VX_IN_PLACE_A_ROW_SLACK;
+    return held > 0 ? held - VX_IN_PLACE_A_ROW_SLACK : INT64_MAX;
 }
 
-/* ... and whether an m0-row tile may read a plain A in place (the modes
- * other than copying both): its rows, k elements apart as the model lays
- * them, must fit the first level's sets (vx_in_place_a_rows_ok). A
- * transposed A's rows are adjacent; a convolution's patches are runs of
- * adjacent pixels. */
-static int tile_mode_ok(const vx_device_desc *d, const vx_problem *p, int m0, int mode)
+/* The tallest tile that may read this problem's A in place
+ * (vx_in_place_a_rows_max over A's rows; no bound unless they lie apart). */
+static int64_t a_rows_max(const vx_device_desc *d, const vx_problem *p)
 {
-    if (!mode_ok(p, mode))
-        return 0;
-    if (mode == VX_LOAD_COPY_AB || p->a_trans || p->a_seg > 0 || p->a_run > 0)
-        return 1;
     const vx_mem_level *L1 = &d->mem[0];
-    return vx_in_place_a_rows_ok(m0, (int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+    return a_rows_apart(p) ? vx_in_place_a_rows_max((int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line)
+                           : INT64_MAX;
+}
+
+/* ... and whether an m0-row tile may run in that mode: copying both, any;
+ * otherwise no taller than rows_max (a_rows_max). */
+static inline int tile_mode_ok(const vx_problem *p, int m0, int mode, int64_t rows_max)
+{
+    return mode_ok(p, mode) && (mode == VX_LOAD_COPY_AB || m0 <= rows_max);
 }
 
 double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int l1, int l2)
@@ -703,7 +712,7 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
     const vx_l0_cand *t = &c->l0[b->l0];
     const vx_l0_family *F = &d->fam[t->fam];
     grid_ctx x;
-    if (!tile_mode_ok(d, p, t->m, b->mode) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
+    if (!tile_mode_ok(p, t->m, b->mode, a_rows_max(d, p)) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
     const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
     return x.fixed +
@@ -890,6 +899,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
      * of the taps in use counts). */
     const double e = d->elem_bytes;
     const int conv_in_place = p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B);
+    const int64_t rows_max = a_rows_max(d, p); /* the in-place modes' tallest tile */
     const double b_k = conv_in_place ? b_copied_k(p, VX_LOAD_COPY_B) : (double)p->k;
     for (int g = 0; g < c->n2; g++) {
         const vx_l2_cand G = c->l2[g];
@@ -967,7 +977,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         mode_lb bound[VX_LOAD_MODES];
         int modes[VX_LOAD_MODES], nmodes = 0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
-            if (run[mode + 1] == run[mode] || !tile_mode_ok(d, p, t->m, mode))
+            if (run[mode + 1] == run[mode] || !tile_mode_ok(p, t->m, mode, rows_max))
                 continue;
             bound[mode] = mode_bound(d, p, F, t->m, mode, x);
             int j = nmodes++;

@@ -63,12 +63,13 @@ int64_t vx_rows_held(int64_t stride, int ways, int64_t way_bytes, int line);
 enum { VX_PACKED_A_IN_PLACE_MAX_ROWS = 14, VX_PACKED_A_IN_PLACE_MIN_K = 128 };
 int vx_packed_a_in_place_ok(int mr, int64_t k, int64_t row_bytes, int ways, int64_t way_bytes, int line);
 
-/* Whether the plans that read A only in place (pack_b, direct) may use a
- * tile of m0 rows whose rows lie row_bytes apart: the first-level cache
- * must hold them at that stride with VX_IN_PLACE_A_ROW_SLACK lines to
- * spare (the lines the prefetchers bring in next, B's and C's). Each k
- * step reads one element of every row, so rows that share too few sets
- * evict each other's lines before their next 15 elements are read.
+/* The tallest tile the plans that read A only in place (pack_b, direct)
+ * may use over rows row_bytes apart (INT64_MAX: no bound, the geometry
+ * unknown): the first-level cache must hold them at that stride with
+ * VX_IN_PLACE_A_ROW_SLACK lines to spare (the lines the prefetchers bring
+ * in next, B's and C's). Each k step reads one element of every row, so
+ * rows that share too few sets evict each other's lines before their next
+ * 15 elements are read.
  * Measured on AMD Zen 5 (48 KiB 12-way L1), 2 threads, pack_b tiles m0 x
  * 16 forced, alternated in one process (NOTES.md, nineteenth session):
  * rows 16 KiB apart (12 held; 4096x16x4096, A from DRAM) 8 rows 1.65 ms,
@@ -77,7 +78,7 @@ int vx_packed_a_in_place_ok(int mr, int64_t k, int64_t row_bytes, int ways, int6
  * (24 held; 4096x16x512) 8-10 rows 145-150 us, 16-24 154-176, 30 215.
  * Direct 32x1024x4096: 12x32 tiles 0.72 ms, 9x48 0.61. */
 enum { VX_IN_PLACE_A_ROW_SLACK = 2 };
-int vx_in_place_a_rows_ok(int m0, int64_t row_bytes, int ways, int64_t way_bytes, int line);
+int64_t vx_in_place_a_rows_max(int64_t row_bytes, int ways, int64_t way_bytes, int line);
 
 /* The dot form is offered up to this many row tiles (plan.c, dot_shape;
  * conv_plan.c): vx_dot_takes says whether an m x n output is in its range
