@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analyzer/plan.h"
+#include "cpu/gemm.h"
 #include "cpu/isa.h"
 #include "cpu/ukernel.h"
 #include "ref.h"
@@ -118,4 +119,35 @@ Test(conv_paths, blocks_and_grids, .timeout = TMO)
                          grids[g][0], grids[g][1]);
                 run_forced(&ov, what);
             }
+}
+
+Test(conv_paths, c_streamed_past_the_caches, .timeout = TMO)
+{
+    /* the in-place GEMM plans with C streamed (cpu/stream.h) whatever its
+     * size: pointwise shapes run them with a batch of items and the bias
+     * and ReLU in the tiles' store, the others fall back to their paths */
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    static const vx_path paths[] = { VX_PATH_PACK_B, VX_PATH_DIRECT };
+    static const int grids[][2] = { { 2, 1 }, { 1, 2 } };
+    char what[96];
+    vx_gemm_set_stream_bytes(0);
+    for (int pi = 0; pi < 2; pi++)
+        for (int f = 0; f < set->nfamilies; f++)
+            for (int g = 0; g < 2; g++) {
+                vx_gemm_plan ov;
+                memset(&ov, 0, sizeof ov);
+                ov.path = paths[pi];
+                ov.nr = set->families[f].nr;
+                ov.mr = set->families[f].mr_max;
+                ov.kc = 512;
+                ov.threads_m = grids[g][0];
+                ov.threads_n = grids[g][1];
+                ov.threads = 2;
+                snprintf(what, sizeof what, "C streamed, forced %s %dx%d grid=%dx%d",
+                         pi ? "direct" : "pack_b", ov.mr, ov.nr, grids[g][0], grids[g][1]);
+                run_forced(&ov, what);
+            }
+    vx_gemm_set_stream_bytes(-1);
 }

@@ -19,7 +19,9 @@
 #include "analyzer/plancache.h"
 #include "cpu/gemv.h"
 #include "cpu/dot.h"
+#include "cpu/gemm.h"
 #include "cpu/pack.h"
+#include "cpu/stream.h"
 #include "ref.h"
 #include "vt_isa.h"
 
@@ -1017,4 +1019,117 @@ VT_ISA_TEST(forced_tile, dot, TMO)
             }
     }
     vx_plan_set_override(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* C streamed past the caches (cpu/stream.h; gemm.c, streams_c)        */
+/* ------------------------------------------------------------------ */
+
+/* The line writer against memcpy: ranges starting at every offset in a
+ * line, fed in pieces of random lengths (1 float up to several lines); the
+ * floats around the range keep their sentinels. */
+static void stream_writer(vx_isa isa)
+{
+    if (!vt_cpu_has(isa))
+        cr_skip_test("this CPU lacks %s", vt_isa_name(isa));
+    enum { PAD = 48, MAXN = 300, TOTAL = PAD + 16 + MAXN + PAD };
+    float *buf = aligned_alloc(64, TOTAL * sizeof(float)), *want = malloc(TOTAL * sizeof(float));
+    float src[MAXN];
+    vt_rng r;
+    vt_rng_seed(&r, 4242u + (unsigned)isa);
+    for (int off = 0; off < 16; off++)
+        for (int trial = 0; trial < 60; trial++) {
+            const int64_t n = trial == 0 ? 1 : trial == 1 ? 16 - off : trial == 2 ? 32 - off
+                                                                                  : (int64_t)(vt_rng_next(&r) % MAXN) + 1;
+            for (int64_t i = 0; i < n; i++)
+                src[i] = vt_rng_float(&r);
+            vt_fill_sentinel(buf, TOTAL);
+            vt_fill_sentinel(want, TOTAL);
+            float *dst = buf + PAD + off; /* PAD is whole lines: dst lies `off` floats into one */
+            memcpy(want + PAD + off, src, (size_t)n * sizeof(float));
+            vx_stream s;
+            vx_stream_begin(&s, dst, isa);
+            char pieces[256] = "";
+            for (int64_t done = 0; done < n;) {
+                int64_t piece = trial % 3 == 0 ? (int64_t)(vt_rng_next(&r) % 5) + 1 : (int64_t)(vt_rng_next(&r) % 70) + 1;
+                piece = piece < n - done ? piece : n - done;
+                vx_stream_put(&s, src + done, piece);
+                done += piece;
+                const size_t len = strlen(pieces);
+                if (len + 8 < sizeof pieces)
+                    snprintf(pieces + len, sizeof pieces - len, " %lld", (long long)piece);
+            }
+            vx_stream_end(&s);
+            vx_stream_fence();
+            for (int64_t i = 0; i < TOTAL; i++)
+                cr_assert(memcmp(&buf[i], &want[i], sizeof(float)) == 0,
+                          "%s: range of %lld floats at line offset %d, pieces%s: float %lld (range index %lld) "
+                          "is %g, want %g",
+                          vt_isa_name(isa), (long long)n, off, pieces, (long long)i, (long long)(i - PAD - off),
+                          buf[i], want[i]);
+        }
+    free(buf);
+    free(want);
+}
+
+Test(stream, writer_matches_memcpy_avx2) { stream_writer(VX_ISA_AVX2); }
+Test(stream, writer_matches_memcpy_avx512) { stream_writer(VX_ISA_AVX512); }
+
+/* dyn_gemm on in-place plans with streaming forced for every size of C:
+ * each family at its tallest and a short tile, pack-B and direct, the grid
+ * split by rows and by columns on two threads and one cell on one; rows of
+ * C contiguous (whole-row ranges), line-aligned with the column split, or
+ * neither (plain stores); n past the stage's width; beta = 0 over NaN. */
+VT_ISA_TEST(stream, gemm_with_c_streamed, TMO)
+{
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    static const vx_path paths[] = { VX_PATH_PACK_B, VX_PATH_DIRECT };
+    static const int grids[][3] = { { 2, 1, 2 }, { 1, 2, 2 }, { 1, 1, 1 } };
+    vx_gemm_set_stream_bytes(0);
+    int idx = 0;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr, mr_max = set->families[f].mr_max;
+        const int mrs[] = { mr_max, mr_max > 3 ? 3 : 1 };
+        for (int t = 0; t < 2; t++)
+            for (int p = 0; p < 2; p++)
+                for (int gi = 0; gi < 3; gi++) {
+                    const int mr = mrs[t];
+                    vx_set_num_threads(grids[gi][2]);
+                    vx_plan_set_override(&(vx_gemm_plan){ .path = paths[p], .nr = nr, .mr = mr, .kc = 64,
+                                                          .threads_m = grids[gi][0], .threads_n = grids[gi][1],
+                                                          .threads = grids[gi][2] });
+                    const int64_t Ms[] = { 1, mr + 1, 4 * mr + 3 };
+                    const int64_t Ns[] = { 1, 16, nr + 3, 2 * nr, 100 };
+                    const int64_t Ks[] = { 1, 16, 37 };
+                    for (int a = 0; a < 3; a++)
+                        for (int b = 0; b < 5; b++, idx++) {
+                            vt_case c = vt_case_make(Ms[a], Ns[b], Ks[idx % 3]);
+                            c.seed = 9100u + (uint64_t)idx;
+                            c.alpha = idx % 2 ? -0.5f : 1.0f;
+                            c.cinit = VT_C_NAN;
+                            c.ldc_pad = idx % 4 == 1 ? 3 : idx % 4 == 3 ? 16 : 0;
+                            c.lda_pad = idx % 5 == 2 ? 5 : 0;
+                            char tag[160];
+                            snprintf(tag, sizeof tag, "isa=%s, C streamed: %s %dx%d grid %dx%d, %d thread(s)",
+                                     vt_isa_name(vt_isa), path_name(paths[p]), mr, nr, grids[gi][0], grids[gi][1],
+                                     grids[gi][2]);
+                            c.tag = tag;
+                            vt_check(&c);
+                        }
+                }
+        /* wider than the stage (STAGE_COLS = 512): rows in several parts */
+        vx_set_num_threads(2);
+        vx_plan_set_override(&(vx_gemm_plan){ .path = VX_PATH_PACK_B, .nr = nr, .mr = mr_max, .kc = 64,
+                                              .threads_m = 2, .threads_n = 1, .threads = 2 });
+        for (int pad = 0; pad <= 16; pad += 16, idx++) {
+            vt_case c = vt_case_make(2 * mr_max + 1, 1100 + pad, 5);
+            c.seed = 9100u + (uint64_t)idx;
+            c.cinit = VT_C_NAN;
+            c.ldc_pad = pad ? 0 : 4;
+            c.tag = "C streamed, n past the stage";
+            vt_check(&c);
+        }
+    }
+    vx_plan_set_override(NULL);
+    vx_gemm_set_stream_bytes(-1);
 }

@@ -579,6 +579,15 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     double a_again = x->nspb[a_level]; /* ns per byte */
     if (a_again > x->nspb[1]) /* slower than the second level */
         a_again = dmax(a_again, x->strided);
+    /* A call that streams C (levels.h, stream_c_min; beta = 0 taken, as
+     * such calls mostly are) walks row blocks outer: a tile's rows of A
+     * come from home once and are re-read from the first level by the
+     * other column tiles. Priced as above, 716847x112x16 went to a 1 x 2
+     * grid that reads A twice and ran 10.5 ms against 8.5 (2 AMD Zen 5
+     * cores; NOTES.md, twentieth session). */
+    if (KB == 1 && d->stream_c_min > 0 && e * (double)p->m * (double)p->n >= (double)d->stream_c_min &&
+        b_cell <= (double)d->stream_b_max)
+        a_again = x->nspb[0];
     const double a_stream = a_cell * x->a_home + a_cell * (double)(cols - 1) * a_again;
     /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
      * block of them spanning more than the first level), every row is a new

@@ -105,6 +105,12 @@ typedef struct {
     double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */
+    int64_t stream_c_min;      /* in-place plans write a C of at least this many bytes
+                                  past the caches, where it is written once (one k block,
+                                  beta = 0) and a cell's k x n_c of B is at most
+                                  stream_b_max bytes: they then walk row blocks outer,
+                                  reading A once (0: the backend never streams C) */
+    int64_t stream_b_max;
     double line_share_ns;      /* a cache line stored by two units in turn: one transfer */
     double direct_ns_per_flop; /* a direct convolution kernel (depthwise) on one unit */
     int gemv_rows_max;         /* matrix-vector kernels take up to this many rows of C at

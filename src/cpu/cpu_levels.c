@@ -10,6 +10,7 @@
 #include "analyzer/cost.h"
 #include "analyzer/hw.h"
 #include "analyzer/tune.h"
+#include "cpu/gemm.h"
 #include "cpu/gemv.h"
 
 /* Two FMA pipes with four cycles of latency: fewer accumulators than this
@@ -188,6 +189,8 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->parallel_ns[0] = tu->wake_ns;
     d->parallel_ns[1] = tu->wake_warm_ns;
     d->call_ns = tu->call_ns;
+    d->stream_c_min = vx_gemm_stream_c_min();
+    d->stream_b_max = vx_gemm_stream_b_max();
     d->line_share_ns = tu->line_share_ns;
     double least = tu->mode_call_ns[0];
     for (int mode = 1; mode < VX_LOAD_MODES; mode++)

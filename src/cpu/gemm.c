@@ -5,6 +5,7 @@
 #include "cpu/dot.h"
 #include "cpu/gemv.h"
 #include "cpu/pack.h"
+#include "cpu/stream.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
 #include "analyzer/cost.h"
@@ -39,6 +40,7 @@ typedef struct {
     float *ws;          /* the caller's workspace: one slice per thread */
     size_t ws_a, ws_b;  /* floats of A and B buffer in a slice */
     atomic_llong next_cell; /* cells are handed out in order to whichever thread is free */
+    int64_t stage_cols;     /* > 0: C is streamed (streams_c) through a stage this wide */
 } job;
 
 /* One batch item's operands (a plain GEMM has the single item 0). */
@@ -322,6 +324,34 @@ static int b_fetched_far(const vx_gemm_args *g)
            (last > 0 && (double)g->k * (double)g->n * (double)sizeof(float) > (double)last);
 }
 
+/* Fetch the rows [i0, i0 + rows) of A's k block into the cache: the
+ * streamed loop reads A from DRAM with no store stream beside it, and the
+ * hardware's prefetchers then left the kernels waiting for A where each
+ * row's part is a few lines (2449029x47x32, one AMD Zen 5 core, C not
+ * written at all: 55 ms; A fetched two row blocks ahead: 33; the loop
+ * before, writing C: 44), and wherever A is transposed, its k block read
+ * as k columns a leading dimension apart (716847x16x200 TN on 2 cores: 77
+ * -> 29 ms). Longer rows stream on their own, and fetching them cost more
+ * than it saved (1569960x16x200: 43 ms, 31 without, 33 before).
+ * NOTES.md, twentieth session. */
+enum { FETCH_AHEAD = 2 }; /* row blocks ahead */
+
+static int fetches_a(const vx_gemm_args *g, int64_t kb)
+{
+    return g->a_cs != 1 || kb * (int64_t)sizeof(float) <= 4 * 64;
+}
+
+static void fetch_a_rows(const vx_gemm_args *g, const float *a, int64_t rows, int64_t k)
+{
+    const int64_t along = g->a_cs == 1 ? k : rows, runs = g->a_cs == 1 ? rows : k;
+    const int64_t step = g->a_cs == 1 ? g->a_rs : g->a_cs;
+    for (int64_t r = 0; r < runs; r++) { /* a run: a row of the block, or a column where A is transposed */
+        const char *run = (const char *)(a + r * step);
+        for (int64_t o = 0; o < along * (int64_t)sizeof(float); o += 64)
+            __builtin_prefetch(run + o, 0, 3);
+    }
+}
+
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
  * K is blocked (the plan's kc) and is the outer loop: one k block of B's
@@ -346,6 +376,12 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const int far = b_fetched_far(g);
     const vx_ukernel_fn *kern_bs = far ? J->fam->bs_far : J->fam->kern[VX_UK_AS_BS];
     const vx_ukernel_pk_fn *kern_pk = pk_kernels(J, far);
+    /* A transposed, its k block k columns a leading dimension apart, from
+     * beyond the L2: fetched ahead (fetches_a; 716847x32x32 TN with beta
+     * = 1 on 2 AMD Zen 5 cores: 17 -> 5.5 ms, 20000x32x32 0.18 -> 0.12; an
+     * A block within the L2, 4096x64x64, 0.090 -> 0.099: not fetched) */
+    const vx_hw_info *hw = vx_hw();
+    const int fetch_a = g->a_cs != 1 && (double)(m1 - m0) * (double)kc * sizeof(float) > hw->l2_bytes / 2.0;
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -371,12 +407,151 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
                 load_b(g, v, pc, kb, j0, nn, nr, bp);
             for (; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
+                if (fetch_a && i0 + FETCH_AHEAD * mr < m1)
+                    fetch_a_rows(g, apan + (i0 + FETCH_AHEAD * mr) * g->a_rs, min64(mr, m1 - i0 - FETCH_AHEAD * mr),
+                                 kb);
                 kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
                              v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
                              epilogue_at(g, v, last_k, i0, j0, &epb));
             }
         }
     }
+}
+
+/* C streamed past the caches (stream.h) where it is written once (one k
+ * block and beta = 0, so no tile reads it) and is twice the last-level
+ * cache or more, which it would only pass through (a C just past it kept
+ * part of itself there with plain stores: 132534x112x64, C 59 MB against a
+ * 32 MB L3, ran 4.6 ms plain and 5.3 streamed). Row blocks are the
+ * outer loop, so A is read once and C written in order: each row block's
+ * tiles go to a stage in L1 of at most STAGE_FLOATS, whose rows are then
+ * streamed to C. Where C's rows are contiguous (a cell of whole rows, ldc =
+ * n) a cell's C is one range; else each row's part is one, and where those
+ * parts do not start and end on a line, the tiles store to C plainly (a
+ * part line at both ends of every row held the streamed stores behind its
+ * read from DRAM). Every row block walks the cell's B: in-place plans only,
+ * with the cell's k x n_c of B in half the L2 (a pack-B plan packs it once).
+ * 716847x100x16 on 2 AMD Zen 5 cores: 16-20 ms before (A read once per
+ * column tile, C's lines fetched, half of each, per tile), 9 with this;
+ * NOTES.md, twentieth session. */
+enum { STAGE_FLOATS = 4096 }; /* each half: 16 KiB, a third of a 48 KiB L1 */
+
+static atomic_llong g_stream_bytes = -1; /* vx_gemm_set_stream_bytes */
+
+void vx_gemm_set_stream_bytes(int64_t bytes) { atomic_store(&g_stream_bytes, bytes < 0 ? -1 : bytes); }
+
+int64_t vx_gemm_stream_c_min(void)
+{
+    const int64_t set = atomic_load_explicit(&g_stream_bytes, memory_order_relaxed);
+    const vx_hw_info *hw = vx_hw();
+    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    return set >= 0 ? set : last > 0 ? 2 * last : INT64_MAX;
+}
+
+int64_t vx_gemm_stream_b_max(void) { return vx_hw()->l2_bytes > 0 ? vx_hw()->l2_bytes / 2 : 0; }
+
+/* The columns of C a cell of the plan's grid spans, rounded up to tiles. */
+static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
+{
+    const int64_t units = (g->n + P->nr - 1) / P->nr;
+    return (units + P->threads_n - 1) / P->threads_n * P->nr;
+}
+
+static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
+{
+    if (P->path == VX_PATH_PACKED || g->beta != 0.0f || P->kc < g->k)
+        return 0;
+    const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
+    const double b_cell = (double)g->k * (double)cell_cols_of(g, P) * sizeof(float);
+    return c_bytes >= (double)vx_gemm_stream_c_min() && b_cell <= (double)vx_gemm_stream_b_max();
+}
+
+/* The stage's width: the cell's columns rounded up to the tile, at most
+ * what fits STAGE_FLOATS in whole tiles (one tile at least). */
+static int64_t stage_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
+{
+    const int64_t nr = P->nr, cell = cell_cols_of(g, P);
+    const int64_t fit = STAGE_FLOATS / P->mr / nr * nr;
+    const int64_t cap = fit > nr ? fit : nr;
+    return cell < cap ? cell : cap;
+}
+
+/* A row block's part of C in the stage, waiting to be streamed out. */
+typedef struct {
+    const float *stage;
+    int64_t i0, c0, mm, cw;
+} staged_block;
+
+static void stream_out(const job *J, const item_view *v, vx_stream *out, int whole_rows, const staged_block *b)
+{
+    if (whole_rows) {
+        vx_stream_put(out, b->stage, b->mm * b->cw);
+        return;
+    }
+    for (int64_t r = 0; r < b->mm; r++) { /* every row's part is whole lines */
+        vx_stream_begin(out, v->c + (b->i0 + r) * J->g->c_rs + b->c0, J->plan->isa);
+        vx_stream_put(out, b->stage + r * b->cw, b->cw);
+    }
+}
+
+/* The streamed form of run_inplace (see streams_c). The stage has two
+ * halves: a block goes out while the next is computed into the other one.
+ * Read back at once, the block's loads straddled the tiles' stores still in
+ * flight and waited for them (2449029x47x32 on 2 AMD Zen 5 cores, A fetched
+ * ahead: 31 ms, 20 one block later; 22 unstreamed; NOTES.md, twentieth
+ * session). */
+static void run_streamed(const job *J, const item_view *v, float *stage, float *bp, int64_t m0, int64_t m1,
+                         int64_t n0, int64_t n1, int pack_b)
+{
+    const vx_gemm_args *g = J->g;
+    const int mr = J->plan->mr, nr = J->plan->nr;
+    const int64_t kb = g->k, sc = J->stage_cols, half = (int64_t)mr * sc;
+    const vx_ukernel_fn *kern = pack_b ? J->fam->kern[VX_UK_AS_BP]
+                                       : (b_fetched_far(g) ? J->fam->bs_far : J->fam->kern[VX_UK_AS_BS]);
+    const int64_t lf = 64 / (int64_t)sizeof(float); /* floats in a line */
+    const int whole_rows = g->c_rs == n1 - n0 && n1 - n0 <= sc;
+    const int lined = ((uintptr_t)v->c & 63) == 0 && g->c_rs % lf == 0 && n0 % lf == 0 &&
+                      (n1 - n0) % lf == 0 && sc % lf == 0;
+    const int staged = whole_rows || lined;
+    const int fetch_a = fetches_a(g, kb);
+    if (pack_b) /* every panel of the cell, once: panel q at bp + q * kb * nr */
+        load_b(g, v, 0, kb, n0, n1 - n0, nr, bp);
+    vx_stream out;
+    if (whole_rows)
+        vx_stream_begin(&out, v->c + m0 * g->c_rs + n0, J->plan->isa);
+    staged_block pending = { NULL, 0, 0, 0, 0 };
+    int turn = 0;
+    vx_epilogue epb;
+    for (int64_t i0 = m0; i0 < m1; i0 += mr) {
+        const int64_t mm = min64(mr, m1 - i0);
+        const float *arow = v->a + i0 * g->a_rs;
+        const int64_t ahead = i0 + FETCH_AHEAD * (int64_t)mr;
+        if (fetch_a && ahead < m1)
+            fetch_a_rows(g, v->a + ahead * g->a_rs, min64(mr, m1 - ahead), kb);
+        for (int64_t c0 = n0; c0 < n1; c0 += sc) {
+            const int64_t cw = min64(sc, n1 - c0);
+            float *c = staged ? stage + turn * half : v->c + i0 * g->c_rs + c0;
+            const int64_t c_rs = staged ? cw : g->c_rs;
+            for (int64_t j0 = c0; j0 < c0 + cw; j0 += nr) {
+                const int64_t nn = min64(nr, c0 + cw - j0);
+                const float *b = pack_b ? bp + (j0 - n0) / nr * kb * nr : v->b + j0 * g->b_cs;
+                kern[mm - 1](kb, arow, g->a_rs, g->a_cs, b, pack_b ? nr : g->b_rs, c + (j0 - c0), c_rs, nn,
+                             g->alpha, 0.0f, epilogue_at(g, v, 1, i0, j0, &epb));
+            }
+            if (staged) {
+                if (pending.stage)
+                    stream_out(J, v, &out, whole_rows, &pending);
+                pending = (staged_block){ c, i0, c0, mm, cw };
+                turn ^= 1;
+            }
+        }
+    }
+    if (pending.stage)
+        stream_out(J, v, &out, whole_rows, &pending);
+    if (whole_rows)
+        vx_stream_end(&out);
+    if (staged)
+        vx_stream_fence();
 }
 
 /* One thread's share: whichever grid cells are still unclaimed when it asks
@@ -402,6 +577,10 @@ static void task(void *ctx, int tid, int nthreads)
         if (m0 >= m1 || n0 >= n1)
             continue;
         const item_view v = view_of(J->g, item);
+        if (J->stage_cols > 0) {
+            run_streamed(J, &v, ap, bp, m0, m1, n0, n1, P->path != VX_PATH_DIRECT);
+            continue;
+        }
         switch (P->path) {
         case VX_PATH_DIRECT: run_inplace(J, &v, bp, m0, m1, n0, n1, 0); break;
         case VX_PATH_PACK_B: run_inplace(J, &v, bp, m0, m1, n0, n1, 1); break;
@@ -759,12 +938,19 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows in place");
     if (plan->path != VX_PATH_PACKED && ext_of(g)->gather_a)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: a gathered A needs the packed plan");
-    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0 };
+    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0, 0 };
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * items_of(g);
     const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : (int)cells;
     /* All packing memory is taken before anything is written, so running out
      * of it leaves C untouched. 16 floats of slack keep slices 64-byte aligned. */
-    if (plan->path == VX_PATH_PACKED) {
+    if (streams_c(g, plan)) {
+        J.stage_cols = stage_cols_of(g, plan);
+        J.ws_a = (size_t)(2 * plan->mr * J.stage_cols + 4096 + 15) & ~(size_t)15; /* two halves */
+        if (plan->path != VX_PATH_DIRECT) {
+            const int64_t units = (g->n + plan->nr - 1) / plan->nr;
+            J.ws_b = (size_t)(g->k * ((units + plan->threads_n - 1) / plan->threads_n) * plan->nr + 15) & ~(size_t)15;
+        }
+    } else if (plan->path == VX_PATH_PACKED) {
         int64_t mc, kc, nc;
         block_sizes(g, plan, &mc, &kc, &nc);
         J.ws_a = (size_t)(mc * kc + 15) & ~(size_t)15;
@@ -776,7 +962,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
     if (J.ws_a + J.ws_b > 0 && !(J.ws = vx_scratch(SLOT_WORK, ws_floats)))
         return vx_fail(VX_ERR_NO_MEMORY, "dyn_gemm: out of memory for %zu bytes of packing buffers",
                        ws_floats * sizeof(float));
-    if (threads == 1 && cells == 1 && !g->ext && plan->path != VX_PATH_PACKED) {
+    if (threads == 1 && cells == 1 && !g->ext && plan->path != VX_PATH_PACKED && !J.stage_cols) {
         /* The common small call: one thread, one cell, operands in place;
          * straight to the loop over tiles (no cell hand-out, split or view:
          * 7x16x11 227 -> 209 ns on AMD Zen 1). */

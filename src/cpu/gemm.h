@@ -52,6 +52,18 @@ typedef struct {
     const vx_gemm_ext *ext; /* NULL for a plain GEMM */
 } vx_gemm_args;
 
+/* The bytes of C from which in-place plans stream it past the caches (twice
+ * the last-level cache's size, or the testing value below), and the most bytes
+ * of B a cell may span for them to (half the L2): gemm.c's streams_c, which
+ * the analyzer prices (levels.h, stream_c_min). */
+int64_t vx_gemm_stream_c_min(void);
+int64_t vx_gemm_stream_b_max(void);
+
+/* Testing: the size of C, in bytes, from which in-place plans stream C
+ * past the caches (gemm.c, streams_c); negative restores the default, the
+ * last-level cache's size. */
+void vx_gemm_set_stream_bytes(int64_t bytes);
+
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */
 vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used);
 
