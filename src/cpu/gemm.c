@@ -380,8 +380,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
      * beyond the L2: fetched ahead (fetches_a; 716847x32x32 TN with beta
      * = 1 on 2 AMD Zen 5 cores: 17 -> 5.5 ms, 20000x32x32 0.18 -> 0.12; an
      * A block within the L2, 4096x64x64, 0.090 -> 0.099: not fetched) */
-    const vx_hw_info *hw = vx_hw();
-    const int fetch_a = g->a_cs != 1 && (double)(m1 - m0) * (double)kc * sizeof(float) > hw->l2_bytes / 2.0;
+    const int fetch_a = g->a_cs != 1 && (double)(m1 - m0) * (double)kc * sizeof(float) > vx_hw()->l2_bytes / 2.0;
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -436,16 +435,28 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
  * NOTES.md, twentieth session. */
 enum { STAGE_FLOATS = 4096 }; /* each half: 16 KiB, a third of a 48 KiB L1 */
 
-static atomic_llong g_stream_bytes = -1; /* vx_gemm_set_stream_bytes */
+/* The bytes of C from which calls stream it; -1 until first asked. Every
+ * call with beta = 0 on an in-place plan reads it: one load (vx_hw()'s
+ * pthread_once a call cost the small suite 7 %). */
+static atomic_llong g_stream_min = -1;
 
-void vx_gemm_set_stream_bytes(int64_t bytes) { atomic_store(&g_stream_bytes, bytes < 0 ? -1 : bytes); }
+static int64_t default_stream_min(void)
+{
+    const vx_hw_info *hw = vx_hw();
+    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    return last > 0 ? 2 * last : INT64_MAX;
+}
+
+void vx_gemm_set_stream_bytes(int64_t bytes) { atomic_store(&g_stream_min, bytes < 0 ? default_stream_min() : bytes); }
 
 int64_t vx_gemm_stream_c_min(void)
 {
-    const int64_t set = atomic_load_explicit(&g_stream_bytes, memory_order_relaxed);
-    const vx_hw_info *hw = vx_hw();
-    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
-    return set >= 0 ? set : last > 0 ? 2 * last : INT64_MAX;
+    int64_t t = atomic_load_explicit(&g_stream_min, memory_order_relaxed);
+    if (t < 0) {
+        t = default_stream_min();
+        atomic_store_explicit(&g_stream_min, t, memory_order_relaxed);
+    }
+    return t;
 }
 
 int64_t vx_gemm_stream_b_max(void) { return vx_hw()->l2_bytes > 0 ? vx_hw()->l2_bytes / 2 : 0; }
@@ -459,11 +470,12 @@ static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
 
 static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
 {
-    if (P->path == VX_PATH_PACKED || g->beta != 0.0f || P->kc < g->k)
+    if (g->beta != 0.0f || P->path == VX_PATH_PACKED || P->kc < g->k)
         return 0;
     const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
-    const double b_cell = (double)g->k * (double)cell_cols_of(g, P) * sizeof(float);
-    return c_bytes >= (double)vx_gemm_stream_c_min() && b_cell <= (double)vx_gemm_stream_b_max();
+    if (c_bytes < (double)vx_gemm_stream_c_min())
+        return 0;
+    return (double)g->k * (double)cell_cols_of(g, P) * sizeof(float) <= (double)vx_gemm_stream_b_max();
 }
 
 /* The stage's width: the cell's columns rounded up to the tile, at most

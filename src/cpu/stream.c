@@ -17,8 +17,9 @@ __attribute__((target("avx512f"))) static void put_avx512(vx_stream *s, const fl
     if (off != 0) { /* finish the line the last piece ended in */
         const int take = n < LINE_FLOATS - off ? (int)n : LINE_FLOATS - off;
         const __mmask16 lanes = (__mmask16)(((1u << take) - 1) << off);
-        /* masked-off lanes are not read: src - off is never touched */
-        const __m512 line = _mm512_mask_loadu_ps(_mm512_load_ps(s->line), lanes, src - off);
+        /* src[0..take) into lanes off.. of the line (an expanding load
+         * reads only those floats) */
+        const __m512 line = _mm512_mask_expandloadu_ps(_mm512_load_ps(s->line), lanes, src);
         s->next += take, src += take, n -= take;
         if (off + take < LINE_FLOATS) {
             _mm512_store_ps(s->line, line);
