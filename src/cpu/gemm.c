@@ -468,6 +468,15 @@ static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
     return (units + P->threads_n - 1) / P->threads_n * P->nr;
 }
 
+/* A cell of one column tile already runs in row-block order; streaming it
+ * then only saves C's fetch, which pays where C's traffic is the larger
+ * part: short k. 2449029x47 on 8x48 tiles, 2 AMD Zen 5 cores, streamed and
+ * not alternated: k = 16 0.65x the time in one window and 1.19x in another
+ * (the host's DRAM is shared), k = 32 0.89-0.94x, k = 64 1.0-1.1x, k =
+ * 128 1.03-1.18x (the kernels near their peak, the stage's copy on top);
+ * 2449029x16x16, 716847x32x32, 1569960x16x16: 0.6-0.8x. */
+enum { STREAM_ONE_TILE_K_MAX = 32 };
+
 static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
 {
     if (g->beta != 0.0f || P->path == VX_PATH_PACKED || P->kc < g->k)
@@ -475,7 +484,10 @@ static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
     const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
     if (c_bytes < (double)vx_gemm_stream_c_min())
         return 0;
-    return (double)g->k * (double)cell_cols_of(g, P) * sizeof(float) <= (double)vx_gemm_stream_b_max();
+    const int64_t cols = cell_cols_of(g, P);
+    if (cols <= P->nr && g->k > STREAM_ONE_TILE_K_MAX)
+        return 0;
+    return (double)g->k * (double)cols * sizeof(float) <= (double)vx_gemm_stream_b_max();
 }
 
 /* The stage's width: the cell's columns rounded up to the tile, at most
