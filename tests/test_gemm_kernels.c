@@ -1032,8 +1032,10 @@ static void stream_writer(vx_isa isa)
 {
     if (!vt_cpu_has(isa))
         cr_skip_test("this CPU lacks %s", vt_isa_name(isa));
-    enum { PAD = 48, MAXN = 300, TOTAL = PAD + 16 + MAXN + PAD };
-    float *buf = aligned_alloc(64, TOTAL * sizeof(float)), *want = malloc(TOTAL * sizeof(float));
+    enum { PAD = 48, MAXN = 300, TOTAL = PAD + 16 + MAXN + PAD, ALLOC = (TOTAL + 15) / 16 * 16 };
+    /* aligned_alloc takes a multiple of the alignment */
+    float *buf = aligned_alloc(64, ALLOC * sizeof(float)), *want = malloc(TOTAL * sizeof(float));
+    cr_assert(buf && want, "out of memory");
     float src[MAXN];
     vt_rng r;
     vt_rng_seed(&r, 4242u + (unsigned)isa);
