@@ -377,7 +377,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const vx_ukernel_fn *kern_bs = far ? J->fam->bs_far : J->fam->kern[VX_UK_AS_BS];
     const vx_ukernel_pk_fn *kern_pk = pk_kernels(J, far);
     /* A transposed, its k block k columns a leading dimension apart, from
-     * beyond the L2: fetched ahead (fetches_a; 716847x32x32 TN with beta
+     * beyond the L2: fetched ahead (fetch_a_rows; 716847x32x32 TN with beta
      * = 1 on 2 AMD Zen 5 cores: 17 -> 5.5 ms, 20000x32x32 0.18 -> 0.12; an
      * A block within the L2, 4096x64x64, 0.090 -> 0.099: not fetched) */
     const int fetch_a = g->a_cs != 1 && (double)(m1 - m0) * (double)kc * sizeof(float) > vx_hw()->l2_bytes / 2.0;
@@ -969,11 +969,9 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
      * of it leaves C untouched. 16 floats of slack keep slices 64-byte aligned. */
     if (streams_c(g, plan)) {
         J.stage_cols = stage_cols_of(g, plan);
-        J.ws_a = (size_t)(2 * plan->mr * J.stage_cols + 4096 + 15) & ~(size_t)15; /* two halves */
-        if (plan->path != VX_PATH_DIRECT) {
-            const int64_t units = (g->n + plan->nr - 1) / plan->nr;
-            J.ws_b = (size_t)(g->k * ((units + plan->threads_n - 1) / plan->threads_n) * plan->nr + 15) & ~(size_t)15;
-        }
+        J.ws_a = (size_t)(2 * plan->mr * J.stage_cols + 15) & ~(size_t)15; /* two halves */
+        if (plan->path != VX_PATH_DIRECT) /* the cell's B, packed once */
+            J.ws_b = (size_t)(g->k * cell_cols_of(g, plan) + 15) & ~(size_t)15;
     } else if (plan->path == VX_PATH_PACKED) {
         int64_t mc, kc, nc;
         block_sizes(g, plan, &mc, &kc, &nc);

@@ -60,8 +60,7 @@ int64_t vx_gemm_stream_c_min(void);
 int64_t vx_gemm_stream_b_max(void);
 
 /* Testing: the size of C, in bytes, from which in-place plans stream C
- * past the caches (gemm.c, streams_c); negative restores the default, the
- * last-level cache's size. */
+ * past the caches (gemm.c, streams_c); negative restores the default. */
 void vx_gemm_set_stream_bytes(int64_t bytes);
 
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */
