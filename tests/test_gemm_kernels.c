@@ -19,6 +19,7 @@
 #include "analyzer/plancache.h"
 #include "cpu/gemv.h"
 #include "cpu/dot.h"
+#include "cpu/resident.h"
 #include "cpu/gemm.h"
 #include "cpu/pack.h"
 #include "cpu/stream.h"
@@ -37,6 +38,7 @@ static const char *path_name(vx_path p)
     case VX_PATH_CONV_DIRECT: return "conv_direct";
     case VX_PATH_GEMV: return "gemv";
     case VX_PATH_DOT: return "dot";
+    case VX_PATH_RESIDENT: return "resident";
     }
     return "?";
 }
@@ -744,10 +746,14 @@ static void check_plan(vx_isa isa)
                                        (sh.m == 1 || sh.n == 1 ||
                                         (sh.m <= VX_GEMV_ROWS_MAX && sh.b_unit_stride))) ||
                                       (p.path == VX_PATH_DOT && sh.a_unit_stride && !sh.b_unit_stride &&
-                                       sh.m >= 2 && sh.n >= 2),
+                                       sh.m >= 2 && sh.n >= 2) ||
+                                      (p.path == VX_PATH_RESIDENT && sh.a_unit_stride && sh.b_unit_stride &&
+                                       sh.m >= 2 && sh.n >= 2 &&
+                                       vx_resident_for(vx_resident_kernels(isa), sh.n, sh.k) != NULL),
                                   "path %d: %s", p.path, d);
-                        /* A GEMV or dot plan carries the best GEMM plan to fall back on. */
-                        const int carries = p.path == VX_PATH_GEMV || p.path == VX_PATH_DOT;
+                        /* A GEMV, dot or resident plan carries the best GEMM plan to fall back on. */
+                        const int carries =
+                            p.path == VX_PATH_GEMV || p.path == VX_PATH_DOT || p.path == VX_PATH_RESIDENT;
                         const vx_path gemm_path = carries ? p.fallback : p.path;
                         cr_assert(gemm_path == VX_PATH_PACKED || gemm_path == VX_PATH_PACK_B ||
                                       gemm_path == VX_PATH_DIRECT,

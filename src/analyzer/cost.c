@@ -148,6 +148,52 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
            (compute > stream ? compute : stream);
 }
 
+double vx_cost_resident(const vx_device_desc *d, const vx_problem *p, int threads)
+{
+    if (d->resident_vec < 1 || p->m < 1 || p->n < 1 || p->k < 1)
+        return INFINITY;
+    const int64_t V = cdiv(p->n, d->resident_vec);
+    if (V > 2 || p->k > d->resident_kmax[V - 1])
+        return INFINITY;
+    /* A C the GEMM plans stream past the caches (levels.h, stream_c_min)
+     * is theirs: 2449029x16x16 (C 157 MB) ran 9.4 ms here with plain
+     * stores, 7.3-8.3 with C staged and streamed and A fetched ahead, and
+     * 5.9-7.1 on the streamed 30x16 register-tile plan (2 AMD Zen 5 cores,
+     * alternated in one process; NOTES.md, twenty-first session). */
+    if (d->stream_c_min > 0 && (double)d->elem_bytes * (double)p->m * (double)p->n >= (double)d->stream_c_min)
+        return INFINITY;
+    /* Units take runs of 64 rows (the driver's split). */
+    const int64_t units = cdiv(p->m, 64);
+    const int t = threads < 1 ? 1 : threads > units ? (int)units : threads;
+    const int64_t rows = cdiv(p->m, t), R = d->resident_rows[V - 1];
+    /* B into the registers once, then every row's k x V FMAs and V
+     * stores; the last group of a unit, however short, takes a full
+     * group's chain time. */
+    const double row = (double)(p->k + 1) * (double)V * d->resident_ns_per_vfma;
+    const double compute = row * (double)(cdiv(rows, R) * R + 1);
+    /* A's rows read once, front to back, each unit its share from the
+     * level that holds it, under the FMAs. C's stores are priced as the
+     * in-place GEMM plans price them (in the kernels' time, cost.c
+     * price_cell_body): plans of both kinds compare on equal terms. */
+    const double bytes = (double)d->elem_bytes * (double)p->m * (double)p->k;
+    const double stream = bytes / (bw_for(d, bytes / t, t) * t);
+    return d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) + dmax(compute, stream);
+}
+
+double vx_cost_resident_best(const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads)
+{
+    double best = vx_cost_resident(d, p, 1);
+    *threads = 1;
+    for (int t = 2; t <= max_threads; t++) {
+        const double ns = vx_cost_resident(d, p, t);
+        if (ns < best) {
+            best = ns;
+            *threads = t;
+        }
+    }
+    return best;
+}
+
 void vx_dot_blocks(const vx_device_desc *d, int64_t m, int64_t k, int64_t *kb, int64_t *mc)
 {
     const int64_t v = d->dot_vec > 0 ? d->dot_vec : 1, kmax = d->dot_kc >= v ? d->dot_kc / v * v : v;

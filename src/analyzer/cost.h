@@ -86,6 +86,14 @@ int64_t vx_in_place_a_rows_max(int64_t row_bytes, int ways, int64_t way_bytes, i
 enum { VX_DOT_MAX_ROW_TILES = 48 };
 int vx_dot_takes(const vx_device_desc *d, int64_t m, int64_t n);
 
+/* The B-resident plan (levels.h, resident_*) on `threads` units splitting
+ * C's rows; INFINITY where B does not fit the registers. */
+double vx_cost_resident(const vx_device_desc *d, const vx_problem *p, int threads);
+
+/* The cheapest of vx_cost_resident over 1..max_threads units (the fewest
+ * at a tie), its unit count in *threads. */
+double vx_cost_resident_best(const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads);
+
 /* The dot-form plan (levels.h, dot_*) on `threads` units splitting C's
  * columns; k blocks and row blocks as vx_dot_blocks gives them. */
 double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads);

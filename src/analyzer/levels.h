@@ -127,6 +127,14 @@ typedef struct {
     int dot_mr, dot_nr, dot_vec;
     int64_t dot_kc;
     vx_rate dot_rate;
+    /* The B-resident kernels, for a small B held in registers while A's
+     * rows stream past (cpu/resident.h on the CPU): n <= V * resident_vec
+     * columns with V <= 2, k <= resident_kmax[V - 1], rows in groups of
+     * resident_rows[V - 1] (a group's FMA chains take as long as a full
+     * one), resident_ns_per_vfma per vector FMA on one unit.
+     * resident_vec = 0: the backend has none. */
+    int resident_vec, resident_kmax[2], resident_rows[2];
+    double resident_ns_per_vfma;
 } vx_device_desc;
 
 /* Candidates, built once per device (candidates.c). */

@@ -200,6 +200,30 @@ static vx_priced_plan dot_plan(const vx_cpu_model *M, const vx_problem *p, int m
     return r;
 }
 
+/* A tall, skinny call whose B fits the registers (levels.h, resident_*):
+ * two rows and columns or more (one of either is the matrix-vector
+ * form), A's and B's rows unit-stride, plain matrices. */
+static int resident_shape(const vx_gemm_shape *s, const vx_device_desc *d)
+{
+    return d->resident_vec > 0 && s->m >= 2 && s->n >= 2 && s->n <= 2 * (int64_t)d->resident_vec &&
+           s->k <= d->resident_kmax[s->n > d->resident_vec] && s->a_unit_stride && s->b_unit_stride &&
+           plain_shape(s);
+}
+
+/* The B-resident plan on the cheapest thread count, carrying the best GEMM
+ * plan. */
+static vx_priced_plan resident_plan(const vx_cpu_model *M, const vx_problem *p, int max_threads,
+                                    const vx_gemm_plan *base)
+{
+    vx_priced_plan r;
+    carry(&r, base, VX_PATH_RESIDENT);
+    r.plan.conv_via_nhwc = 0;
+    r.predicted_ns = vx_cost_resident_best(&M->desc, p, max_threads, &r.plan.threads);
+    r.plan.threads_m = r.plan.threads;
+    r.plan.threads_n = 1;
+    return r;
+}
+
 /* Rank v in among the kept plans out[0..kept) (sorted by price), at most
  * max kept; returns the new count. */
 static int rank_in(vx_priced_plan *out, int kept, int max, const vx_priced_plan *v)
@@ -243,6 +267,11 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
             if (v.predicted_ns < out[0].predicted_ns)
                 out[0] = v;
         }
+        if (resident_shape(s, &M->desc)) {
+            const vx_priced_plan v = resident_plan(M, &p, max_threads, &base);
+            if (v.predicted_ns < out[0].predicted_ns)
+                out[0] = v;
+        }
         return 1;
     }
     /* Everything, then drop plans that would run identically. */
@@ -279,6 +308,11 @@ int vx_gemm_rank(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_priced_
         }
         if (dot_shape(s, &M->desc)) {
             const vx_priced_plan v = dot_plan(M, &p, max_threads, &base);
+            rank_in(out, distinct < max ? distinct : max, max, &v);
+            distinct++;
+        }
+        if (resident_shape(s, &M->desc)) {
+            const vx_priced_plan v = resident_plan(M, &p, max_threads, &base);
             rank_in(out, distinct < max ? distinct : max, max, &v);
             distinct++;
         }
@@ -402,7 +436,11 @@ void vx_plan_set_override(const vx_gemm_plan *o)
 
 void vx_plan_describe(const vx_gemm_plan *p, char *buf, int len)
 {
-    static const char *paths[] = { "auto", "packed", "pack_b", "direct", "conv_direct", "gemv", "dot", "?" };
+    static const char *paths[] = { "auto", "packed", "pack_b", "direct", "conv_direct", "gemv", "dot", "resident" };
+    if (p->path == VX_PATH_RESIDENT) {
+        snprintf(buf, (size_t)len, "resident %s threads=%d", vx_ukernels(p->isa)->name, p->threads);
+        return;
+    }
     if (p->path == VX_PATH_GEMV) {
         snprintf(buf, (size_t)len, "gemv %s threads=%d", vx_ukernels(p->isa)->name, p->threads);
         return;

@@ -14,8 +14,10 @@ typedef enum {
     VX_PATH_DIRECT = 3,   /* A and B in place (needs unit-stride B rows) */
     VX_PATH_CONV_DIRECT = 4, /* convolution only: the direct (depthwise) kernel family */
     VX_PATH_GEMV = 5,     /* m == 1 or n == 1: the matrix streamed once (cpu/gemv.h) */
-    VX_PATH_DOT = 6       /* B stored transposed: both operands read in place along k by
+    VX_PATH_DOT = 6,      /* B stored transposed: both operands read in place along k by
                              the dot-form tiles (cpu/dot.h); kc and mc are its blocks */
+    VX_PATH_RESIDENT = 7  /* k and n small: all of B held in registers while A's rows
+                             stream past (cpu/resident.h); threads split the rows */
 } vx_path;
 
 /* The shape the planner sees (after the API has canonicalised the call so
@@ -46,7 +48,7 @@ typedef struct {
     int64_t mc, kc, nc;   /* L1 block: mc % mr == 0, nc % nr == 0 */
     int threads_m, threads_n; /* L2 grid of cells over C */
     int threads;          /* threads that share the cells (<= cells) */
-    vx_path fallback;     /* VX_PATH_GEMV and _DOT: the best GEMM path, whose tile and
+    vx_path fallback;     /* VX_PATH_GEMV, _DOT and _RESIDENT: the best GEMM path, whose tile and
                              blocks the fields above hold, for a problem the
                              matrix-vector kernels cannot take (odd strides) */
     int conv_via_nhwc;    /* convolution only: an NCHW call run by the NHWC plan the

@@ -1,5 +1,6 @@
 #include "cpu/cpu_levels.h"
 #include "cpu/dot.h"
+#include "cpu/resident.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -114,6 +115,20 @@ static void describe(vx_isa isa, vx_device_desc *d)
         if (d->dot_kc < D->vec_floats)
             d->dot_kc = D->vec_floats;
         d->dot_rate = (vx_rate){ (float)(2.0 * o_best), (float)(p_best / D->vec_floats) };
+    }
+    /* The B-resident kernels (cpu/resident.h) keep both FMA pipes busy
+     * with no tile loads or stores between their k steps: on AMD Zen 5 the
+     * 16-wide k = 16 kernel ran 2.0 ns a row in L1 (8.5 cycles for 16 FMAs),
+     * 0.95x the best tile's measured rate; priced at that share of it. */
+    {
+        const vx_resident_set *R = vx_resident_kernels(set->isa);
+        d->resident_vec = R->vec_floats;
+        for (int v = 0; v < 2; v++) {
+            d->resident_kmax[v] = R->kmax[v];
+            d->resident_rows[v] = R->rows[v];
+        }
+        d->resident_ns_per_vfma =
+            best_flops_per_ns > 0 ? 2.0 * R->vec_floats / (0.95 * best_flops_per_ns) : 0.1;
     }
     d->reg_limit = set->vec_registers;
     d->acc_min = ACCUMULATORS_MIN;

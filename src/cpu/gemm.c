@@ -5,6 +5,7 @@
 #include "cpu/dot.h"
 #include "cpu/gemv.h"
 #include "cpu/pack.h"
+#include "cpu/resident.h"
 #include "cpu/stream.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
@@ -921,23 +922,71 @@ static vx_status run_dot(const vx_gemm_args *g, const vx_gemm_plan *plan, int *t
     return VX_OK;
 }
 
+/* The B-resident path (cpu/resident.h): each thread takes a run of rows,
+ * whole lines of C apart (RESIDENT_ROW_UNIT rows: C's rows of any n then
+ * start a run on a line boundary where C is contiguous), and one kernel
+ * call walks them. */
+enum { RESIDENT_ROW_UNIT = 64 };
+
+typedef struct {
+    const vx_gemm_args *g;
+    vx_resident_fn fn;
+} resident_job;
+
+static void resident_task(void *ctx, int tid, int nthreads)
+{
+    const resident_job *J = ctx;
+    const vx_gemm_args *g = J->g;
+    int64_t lo, hi;
+    split(g->m, RESIDENT_ROW_UNIT, nthreads, tid, &lo, &hi);
+    if (hi > lo)
+        J->fn(hi - lo, g->a + lo * g->a_rs, g->a_rs, g->b, g->b_rs, g->c + lo * g->c_rs, g->c_rs, g->n, g->alpha,
+          g->beta);
+}
+
+/* The operands the resident kernels take: a plain call (no batch, gather
+ * or epilogue) with A's rows and B's rows unit-stride, B small enough. */
+static vx_resident_fn resident_form(const vx_gemm_args *g, vx_isa isa)
+{
+    if (g->ext || g->a_cs != 1 || g->b_cs != 1)
+        return NULL;
+    return vx_resident_for(vx_resident_kernels(isa), g->n, g->k);
+}
+
+static vx_status run_resident(const vx_gemm_args *g, const vx_gemm_plan *plan, vx_resident_fn fn,
+                              int *threads_used)
+{
+    const resident_job J = { g, fn };
+    const int64_t units = (g->m + RESIDENT_ROW_UNIT - 1) / RESIDENT_ROW_UNIT;
+    const int threads = plan->threads < 1 ? 1 : plan->threads < units ? plan->threads : (int)units;
+    const int used = threads > 1 ? vx_pool_run(resident_task, (void *)&J, threads) : (resident_task((void *)&J, 0, 1), 1);
+    if (threads_used)
+        *threads_used = used;
+    return VX_OK;
+}
+
 vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *threads_used)
 {
     vx_gemm_plan fixed;
     const vx_gemm_plan *plan = plan_in;
     if (plan->path == VX_PATH_DOT && dot_form(g))
         return run_dot(g, plan, threads_used);
+    if (plan->path == VX_PATH_RESIDENT) {
+        const vx_resident_fn fn = resident_form(g, plan->isa);
+        if (fn)
+            return run_resident(g, plan, fn, threads_used);
+    }
     if (plan->path == VX_PATH_GEMV) {
         gemv_job V; /* every field is set by gemv_form and run_gemv (zeroing it cost a `rep stos`) */
         V.g = g;
         if (gemv_form(g, &V, vx_gemv_kernels_for(plan->isa)))
             return run_gemv(g, plan, &V, threads_used);
     }
-    if (plan->path == VX_PATH_GEMV || plan->path == VX_PATH_DOT) {
-        /* Strides neither form takes: the GEMM plan the GEMV or dot one carries. */
+    if (plan->path == VX_PATH_GEMV || plan->path == VX_PATH_DOT || plan->path == VX_PATH_RESIDENT) {
+        /* Strides none of these forms takes: the GEMM plan it carries. */
         fixed = *plan;
         fixed.path = plan->fallback != VX_PATH_AUTO && plan->fallback != VX_PATH_GEMV &&
-                             plan->fallback != VX_PATH_DOT
+                             plan->fallback != VX_PATH_DOT && plan->fallback != VX_PATH_RESIDENT
                          ? plan->fallback
                          : VX_PATH_PACKED;
         if (plan->path == VX_PATH_DOT) { /* its kc and mc were the dot blocks */
