@@ -631,10 +631,19 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * other column tiles. Priced as above, 716847x112x16 went to a 1 x 2
      * grid that reads A twice and ran 10.5 ms against 8.5 (2 AMD Zen 5
      * cores; NOTES.md, twentieth session). */
-    if (KB == 1 && d->stream_c_min > 0 && e * (double)p->m * (double)p->n >= (double)d->stream_c_min &&
-        b_cell <= (double)d->stream_b_max)
+    const int c_streamed = KB == 1 && d->stream_c_min > 0 &&
+                           e * (double)p->m * (double)p->n >= (double)d->stream_c_min &&
+                           b_cell <= (double)d->stream_b_max;
+    if (c_streamed)
         a_again = x->nspb[0];
-    const double a_stream = a_cell * x->a_home + a_cell * (double)(cols - 1) * a_again;
+    /* A tile too wide for the core's window over A's rows, from beyond the
+     * second level (levels.h, a_step_ops): its first pass waits for them.
+     * Not where C streams: that loop fetches A ahead itself (priced so,
+     * 2449029x16x16 went to 10 x 16 tiles and ran 1.4x slower). */
+    const double step_ops = (double)m0 * (double)(F->regs_per_m + 1) + (double)F->regs_per_m;
+    const double a_wait =
+        x->a_far && !c_streamed && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
+    const double a_stream = a_cell * x->a_home * a_wait + a_cell * (double)(cols - 1) * a_again;
     /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
      * block of them spanning more than the first level), every row is a new
      * page for the prefetchers and the pieces alias in the caches' sets;

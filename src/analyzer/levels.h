@@ -112,6 +112,13 @@ typedef struct {
                                   reading A once (0: the backend never streams C) */
     int64_t stream_b_max;
     double line_share_ns;      /* a cache line stored by two units in turn: one transfer */
+    /* In-place kernels reading A's rows from beyond the second level: a tile
+     * of m0 rows and V vectors issues m0 * (V + 1) + V operations a k step
+     * (FMAs, A broadcasts, B loads); past a_step_ops of them the core's
+     * window holds less than a line of k steps ahead, and every row's next
+     * line of A is waited for. Such a tile's first read of A is priced
+     * ops / a_step_ops times slower. 0: no limit. */
+    double a_step_ops;
     double direct_ns_per_flop; /* a direct convolution kernel (depthwise) on one unit */
     int gemv_rows_max;         /* matrix-vector kernels take up to this many rows of C at
                                   once (a GEMM with m <= it and unit-stride B rows); 1: none */

@@ -207,6 +207,14 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->stream_c_min = vx_gemm_stream_c_min();
     d->stream_b_max = vx_gemm_stream_b_max();
     d->line_share_ns = tu->line_share_ns;
+    /* Measured on AMD Zen 5 (2 threads, A streamed in place once: tall,
+     * skinny GEMMs, tiles forced and alternated in one process; NOTES.md,
+     * twenty-first session): the fastest tiles were those of about 12
+     * accumulators, 8-12 x 16 (30 x 16: 1.5-1.7x the time), 6 x 32 (14 x 32:
+     * 1.5x), 4 x 48 (8 x 48: 1.25x, 9 x 48 1.4x), 4 x 64 (6 x 64: 1.15x);
+     * the k step of each best tile is at most 28 operations, about what
+     * a 448-entry reorder window holds over the 16 k steps of a line. */
+    d->a_step_ops = 28.0;
     double least = tu->mode_call_ns[0];
     for (int mode = 1; mode < VX_LOAD_MODES; mode++)
         least = tu->mode_call_ns[mode] < least ? tu->mode_call_ns[mode] : least;
