@@ -638,11 +638,15 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         a_again = x->nspb[0];
     /* A tile too wide for the core's window over A's rows, from beyond the
      * second level (levels.h, a_step_ops): its first pass waits for them.
-     * Not where C streams: that loop fetches A ahead itself (priced so,
-     * 2449029x16x16 went to 10 x 16 tiles and ran 1.4x slower). */
+     * Not where C streams and A's rows are at most four lines: that loop
+     * fetches such rows ahead itself (gemm.c, fetches_a; priced so,
+     * 2449029x16x16 went to 10 x 16 tiles and ran 1.4x slower), while
+     * longer rows wait there as anywhere (1569960x16x200: 10 x 16 0.54x
+     * the time of 30 x 16). */
+    const int a_fetched = c_streamed && e * (double)kb <= 4.0 * (d->mem[0].line > 0 ? d->mem[0].line : 64);
     const double step_ops = (double)m0 * (double)(F->regs_per_m + 1) + (double)F->regs_per_m;
     const double a_wait =
-        x->a_far && !c_streamed && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
+        x->a_far && !a_fetched && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
     const double a_stream = a_cell * x->a_home * a_wait + a_cell * (double)(cols - 1) * a_again;
     /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
      * block of them spanning more than the first level), every row is a new

@@ -117,7 +117,8 @@ typedef struct {
      * (FMAs, A broadcasts, B loads); past a_step_ops of them the core's
      * window holds less than a line of k steps ahead, and every row's next
      * line of A is waited for. Such a tile's first read of A is priced
-     * ops / a_step_ops times slower. 0: no limit. */
+     * ops / a_step_ops times slower (except where the
+     * driver fetches A ahead itself). 0: no limit. */
     double a_step_ops;
     double direct_ns_per_flop; /* a direct convolution kernel (depthwise) on one unit */
     int gemv_rows_max;         /* matrix-vector kernels take up to this many rows of C at
