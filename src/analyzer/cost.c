@@ -180,18 +180,26 @@ double vx_cost_resident(const vx_device_desc *d, const vx_problem *p, int thread
     return d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) + dmax(compute, stream);
 }
 
-double vx_cost_resident_best(const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads)
+/* The cheapest of cost(d, p, t) over t = 1..max_threads units (the fewest
+ * at a tie), its unit count in *threads. */
+static double cheapest_units(double (*cost)(const vx_device_desc *, const vx_problem *, int),
+                             const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads)
 {
-    double best = vx_cost_resident(d, p, 1);
+    double best = cost(d, p, 1);
     *threads = 1;
     for (int t = 2; t <= max_threads; t++) {
-        const double ns = vx_cost_resident(d, p, t);
+        const double ns = cost(d, p, t);
         if (ns < best) {
             best = ns;
             *threads = t;
         }
     }
     return best;
+}
+
+double vx_cost_resident_best(const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads)
+{
+    return cheapest_units(vx_cost_resident, d, p, max_threads, threads);
 }
 
 void vx_dot_blocks(const vx_device_desc *d, int64_t m, int64_t k, int64_t *kb, int64_t *mc)
@@ -220,16 +228,7 @@ int vx_dot_takes(const vx_device_desc *d, int64_t m, int64_t n)
 
 double vx_cost_dot_best(const vx_device_desc *d, const vx_problem *p, int max_threads, int *threads)
 {
-    double best = vx_cost_dot(d, p, 1);
-    *threads = 1;
-    for (int t = 2; t <= max_threads; t++) {
-        const double ns = vx_cost_dot(d, p, t);
-        if (ns < best) {
-            best = ns;
-            *threads = t;
-        }
-    }
-    return best;
+    return cheapest_units(vx_cost_dot, d, p, max_threads, threads);
 }
 
 double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads)
