@@ -36,6 +36,16 @@ static inline int64_t cdiv(int64_t a, int64_t b)
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
 
+/* The first level's line, in bytes (64 where the backend gave none). */
+static inline int line_bytes(const vx_device_desc *d) { return d->mem[0].line > 0 ? d->mem[0].line : 64; }
+
+/* Whether C is large enough for in-place plans to stream it past the
+ * caches (levels.h, stream_c_min; the plan and the call decide the rest). */
+static inline int c_past_caches(const vx_device_desc *d, const vx_problem *p)
+{
+    return d->stream_c_min > 0 && (double)d->elem_bytes * (double)p->m * (double)p->n >= (double)d->stream_c_min;
+}
+
 int64_t vx_cost_kc(int64_t kc, int64_t k)
 {
     const int64_t blocks = cdiv(k, kc);
@@ -148,22 +158,26 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
            (compute > stream ? compute : stream);
 }
 
+int vx_resident_takes(const vx_device_desc *d, int64_t n, int64_t k)
+{
+    return d->resident_vec > 0 && n >= 1 && k >= 1 && n <= 2 * (int64_t)d->resident_vec &&
+           k <= d->resident_kmax[n > d->resident_vec];
+}
+
 double vx_cost_resident(const vx_device_desc *d, const vx_problem *p, int threads)
 {
-    if (d->resident_vec < 1 || p->m < 1 || p->n < 1 || p->k < 1)
+    if (p->m < 1 || !vx_resident_takes(d, p->n, p->k))
         return INFINITY;
     const int64_t V = cdiv(p->n, d->resident_vec);
-    if (V > 2 || p->k > d->resident_kmax[V - 1])
-        return INFINITY;
     /* A C the GEMM plans stream past the caches (levels.h, stream_c_min)
      * is theirs: 2449029x16x16 (C 157 MB) ran 9.4 ms here with plain
      * stores, 7.3-8.3 with C staged and streamed and A fetched ahead, and
      * 5.9-7.1 on the streamed 30x16 register-tile plan (2 AMD Zen 5 cores,
      * alternated in one process; NOTES.md, twenty-first session). */
-    if (d->stream_c_min > 0 && (double)d->elem_bytes * (double)p->m * (double)p->n >= (double)d->stream_c_min)
+    if (c_past_caches(d, p))
         return INFINITY;
-    /* Units take runs of 64 rows (the driver's split). */
-    const int64_t units = cdiv(p->m, 64);
+    /* Units take runs of resident_unit rows (the driver's split). */
+    const int64_t units = cdiv(p->m, d->resident_unit > 0 ? d->resident_unit : 1);
     const int t = threads < 1 ? 1 : threads > units ? (int)units : threads;
     const int64_t rows = cdiv(p->m, t), R = d->resident_rows[V - 1];
     /* B into the registers once, then every row's k x V FMAs and V
@@ -630,9 +644,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * other column tiles. Priced as above, 716847x112x16 went to a 1 x 2
      * grid that reads A twice and ran 10.5 ms against 8.5 (2 AMD Zen 5
      * cores; NOTES.md, twentieth session). */
-    const int c_streamed = KB == 1 && d->stream_c_min > 0 &&
-                           e * (double)p->m * (double)p->n >= (double)d->stream_c_min &&
-                           b_cell <= (double)d->stream_b_max;
+    const int c_streamed = KB == 1 && c_past_caches(d, p) && b_cell <= (double)d->stream_b_max;
     if (c_streamed)
         a_again = x->nspb[0];
     /* A tile too wide for the core's window over A's rows, from beyond the
@@ -642,7 +654,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * 2449029x16x16 went to 10 x 16 tiles and ran 1.4x slower), while
      * longer rows wait there as anywhere (1569960x16x200: 10 x 16 0.54x
      * the time of 30 x 16). */
-    const int a_fetched = c_streamed && e * (double)kb <= 4.0 * (d->mem[0].line > 0 ? d->mem[0].line : 64);
+    const int a_fetched = c_streamed && e * (double)kb <= 4.0 * line_bytes(d);
     const double step_ops = (double)m0 * (double)(F->regs_per_m + 1) + (double)F->regs_per_m;
     const double a_wait =
         x->a_far && !a_fetched && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
@@ -702,7 +714,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
          * where no level keeps the k block's lines until then, every panel
          * fetches whole lines anew (13x4096x4096: the 14x8 tile read in place
          * ran 20.8 ms on 2 Zen 1 cores, 6x16 13.1). */
-        const int line = d->mem[0].line > 0 ? d->mem[0].line : 64;
+        const int line = line_bytes(d);
         if (keep < 0 && e * n0 < line)
             first *= (double)line / (e * n0);
     }
@@ -727,7 +739,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
                          const vx_l1_cand *b, int64_t kb, int64_t KB, double compute, const grid_ctx *x)
 {
     const double body = price_cell_body(d, p, F, m0, b, kb, KB, compute, x);
-    const int64_t line = d->mem[0].line > 0 ? d->mem[0].line : 64;
+    const int64_t line = line_bytes(d);
     const int64_t e = d->elem_bytes;
     if (x->tn < 2 || ((x->n_c * e) % line == 0 && (p->n * e) % line == 0))
         return body;

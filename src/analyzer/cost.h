@@ -86,6 +86,9 @@ int64_t vx_in_place_a_rows_max(int64_t row_bytes, int ways, int64_t way_bytes, i
 enum { VX_DOT_MAX_ROW_TILES = 48 };
 int vx_dot_takes(const vx_device_desc *d, int64_t m, int64_t n);
 
+/* Whether the B-resident kernels (levels.h, resident_*) hold a k x n B. */
+int vx_resident_takes(const vx_device_desc *d, int64_t n, int64_t k);
+
 /* The B-resident plan (levels.h, resident_*) on `threads` units splitting
  * C's rows; INFINITY where B does not fit the registers. */
 double vx_cost_resident(const vx_device_desc *d, const vx_problem *p, int threads);

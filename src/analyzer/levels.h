@@ -139,9 +139,10 @@ typedef struct {
      * rows stream past (cpu/resident.h on the CPU): n <= V * resident_vec
      * columns with V <= 2, k <= resident_kmax[V - 1], rows in groups of
      * resident_rows[V - 1] (a group's FMA chains take as long as a full
-     * one), resident_ns_per_vfma per vector FMA on one unit.
-     * resident_vec = 0: the backend has none. */
-    int resident_vec, resident_kmax[2], resident_rows[2];
+     * one), resident_ns_per_vfma per vector FMA on one unit; units split
+     * the rows in runs of resident_unit. resident_vec = 0: the backend has
+     * none. */
+    int resident_vec, resident_kmax[2], resident_rows[2], resident_unit;
     double resident_ns_per_vfma;
 } vx_device_desc;
 

@@ -205,8 +205,7 @@ static vx_priced_plan dot_plan(const vx_cpu_model *M, const vx_problem *p, int m
  * form), A's and B's rows unit-stride, plain matrices. */
 static int resident_shape(const vx_gemm_shape *s, const vx_device_desc *d)
 {
-    return d->resident_vec > 0 && s->m >= 2 && s->n >= 2 && s->n <= 2 * (int64_t)d->resident_vec &&
-           s->k <= d->resident_kmax[s->n > d->resident_vec] && s->a_unit_stride && s->b_unit_stride &&
+    return s->m >= 2 && s->n >= 2 && vx_resident_takes(d, s->n, s->k) && s->a_unit_stride && s->b_unit_stride &&
            plain_shape(s);
 }
 

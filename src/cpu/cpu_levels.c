@@ -123,6 +123,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     {
         const vx_resident_set *R = vx_resident_kernels(set->isa);
         d->resident_vec = R->vec_floats;
+        d->resident_unit = VX_RESIDENT_ROW_UNIT;
         for (int v = 0; v < 2; v++) {
             d->resident_kmax[v] = R->kmax[v];
             d->resident_rows[v] = R->rows[v];

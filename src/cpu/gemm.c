@@ -923,10 +923,7 @@ static vx_status run_dot(const vx_gemm_args *g, const vx_gemm_plan *plan, int *t
 }
 
 /* The B-resident path (cpu/resident.h): each thread takes a run of rows,
- * whole lines of C apart (RESIDENT_ROW_UNIT rows: C's rows of any n then
- * start a run on a line boundary where C is contiguous), and one kernel
- * call walks them. */
-enum { RESIDENT_ROW_UNIT = 64 };
+ * VX_RESIDENT_ROW_UNIT rows at a time, and one kernel call walks them. */
 
 typedef struct {
     const vx_gemm_args *g;
@@ -938,7 +935,7 @@ static void resident_task(void *ctx, int tid, int nthreads)
     const resident_job *J = ctx;
     const vx_gemm_args *g = J->g;
     int64_t lo, hi;
-    split(g->m, RESIDENT_ROW_UNIT, nthreads, tid, &lo, &hi);
+    split(g->m, VX_RESIDENT_ROW_UNIT, nthreads, tid, &lo, &hi);
     if (hi > lo)
         J->fn(hi - lo, g->a + lo * g->a_rs, g->a_rs, g->b, g->b_rs, g->c + lo * g->c_rs, g->c_rs, g->n, g->alpha,
           g->beta);
@@ -957,7 +954,7 @@ static vx_status run_resident(const vx_gemm_args *g, const vx_gemm_plan *plan, v
                               int *threads_used)
 {
     const resident_job J = { g, fn };
-    const int64_t units = (g->m + RESIDENT_ROW_UNIT - 1) / RESIDENT_ROW_UNIT;
+    const int64_t units = (g->m + VX_RESIDENT_ROW_UNIT - 1) / VX_RESIDENT_ROW_UNIT;
     const int threads = plan->threads < 1 ? 1 : plan->threads < units ? plan->threads : (int)units;
     const int used = threads > 1 ? vx_pool_run(resident_task, (void *)&J, threads) : (resident_task((void *)&J, 0, 1), 1);
     if (threads_used)

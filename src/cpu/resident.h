@@ -19,7 +19,9 @@
 typedef void (*vx_resident_fn)(int64_t m, const float *a, int64_t a_rs, const float *b, int64_t b_rs, float *c,
                                int64_t c_rs, int64_t n, float alpha, float beta);
 
-enum { VX_RESIDENT_V_MAX = 2 };
+/* VX_RESIDENT_ROW_UNIT: threads split the rows in runs of this many (a
+ * run of C's rows of any n then starts on a line where C is contiguous). */
+enum { VX_RESIDENT_V_MAX = 2, VX_RESIDENT_ROW_UNIT = 64 };
 
 typedef struct {
     int vec_floats;                               /* lanes per vector */
