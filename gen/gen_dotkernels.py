@@ -18,8 +18,9 @@ end of a row.
 Usage: gen_dotkernels.py --isa avx512|avx2 --out FILE.c
        gen_dotkernels.py --table --out FILE.c
 """
-import argparse
 import sys
+
+import gencli
 
 # (lanes, tile rows, tile columns): mr * nr accumulators, mr A vectors and
 # one B vector per step fit the register file (AVX-512: 24 + 4 + 1 of 32;
@@ -205,23 +206,7 @@ def emit_table():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--isa", choices=sorted(ISAS))
-    ap.add_argument("--table", action="store_true", help="emit the kernel table instead of kernels")
-    ap.add_argument("--out", help="output file (default: stdout)")
-    args = ap.parse_args()
-    if args.table:
-        text = emit_table()
-    elif args.isa:
-        text = emit_isa(args.isa)
-    else:
-        ap.error("give --isa or --table")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return gencli.main(__doc__, ISAS, emit_isa, emit_table)
 
 
 if __name__ == "__main__":

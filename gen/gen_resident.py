@@ -21,8 +21,9 @@ B is loaded masked (zeros past n) and C's last vector is stored masked.
 Usage: gen_resident.py --isa avx512|avx2 --out FILE.c
        gen_resident.py --table --out FILE.c
 """
-import argparse
 import sys
+
+import gencli
 
 # w: lanes; per V (vectors across n): (KMAX, R). Registers: k*V for B,
 # R*V accumulators, one broadcast (AVX-512: 20 + 8 + 1 and 20 + 8 + 1 of
@@ -194,23 +195,7 @@ def emit_table():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--isa", choices=sorted(ISAS))
-    ap.add_argument("--table", action="store_true", help="emit the kernel table instead of kernels")
-    ap.add_argument("--out", help="output file (default: stdout)")
-    args = ap.parse_args()
-    if args.table:
-        text = emit_table()
-    elif args.isa:
-        text = emit_isa(args.isa)
-    else:
-        ap.error("give --isa or --table")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return gencli.main(__doc__, ISAS, emit_isa, emit_table)
 
 
 if __name__ == "__main__":

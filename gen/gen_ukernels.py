@@ -12,8 +12,9 @@ so callers never pad C.
 Usage: gen_ukernels.py --isa avx512|avx2 --out FILE.c
        gen_ukernels.py --table --out FILE.c
 """
-import argparse
 import sys
+
+import gencli
 
 ISAS = {
     # name: vector floats, vector registers
@@ -545,13 +546,10 @@ def emit_table():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--isa", choices=sorted(ISAS))
+    ap = gencli.parser(__doc__, ISAS)
     ap.add_argument("--nr", type=int, help="with --isa: only the family with this nr (one file per family builds in parallel)")
-    ap.add_argument("--table", action="store_true", help="emit the kernel table instead of kernels")
     ap.add_argument("--list", action="store_true", help="print the tiles per ISA and exit")
     ap.add_argument("--families", action="store_true", help="print 'isa:nr' per family, one a line (for meson)")
-    ap.add_argument("--out", help="output file (default: stdout)")
     args = ap.parse_args()
     if args.list:
         for isa in ISAS:
@@ -570,12 +568,7 @@ def main():
         text = emit_isa(args.isa, args.nr)
     else:
         ap.error("give --isa, --table or --list")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return gencli.write(text, args.out)
 
 
 if __name__ == "__main__":
