@@ -21,11 +21,20 @@ registers, split-K reduced inside the kernel. One instance per MR in
 SKINNY_ROWS, operand type and layout; the wave model weighs them against the
 tiled family like any other candidate.
 
+The Hopper family (src/cuda/wgmma_kernel.cuh, with --wgmma: the build
+compiles it for sm_90a only) is a third L0/L1 pair for 16-bit operands: a
+warpgroup's 64 x BN wgmma tile, CTAs of one or two warpgroups over BK = 64
+tiles in the 128-byte-swizzled layout. One instance per tile in WG_TILES,
+operand type and layout; on other devices the host finds no image for them
+(occupancy 0) and never offers them.
+
 Outputs (all at build time, from meson):
   --groups                 the group names, one per line (one .cu per group)
   --group G --out F.cu     the kernel table of group G
   --table --out F.h        declarations of every group's table
   --list                   the candidates, with the count kept at each stage
+  --wgmma                  with the Hopper family (the build passes it when it
+                           compiles for sm_90); every output must agree on it
 """
 import argparse
 import itertools
@@ -72,6 +81,19 @@ SKINNY_ROWS = (1, 2)
 SKINNY_THREADS, SKINNY_WARPS, SKINNY_BK = 128, 4, 32
 SKINNY_NB = {0: 64, 1: 16}        # B K-contiguous? -> columns per block
 SKINNY_TN = {0: 8, 1: 4}          # columns per thread
+
+# The Hopper family: CTA tiles BM x BN x STAGES (BM / 64 warpgroups; BN up to
+# 256, the widest wgmma), BK = 64. Each tile comes with the stages that let two
+# CTAs share an H100 SM (228 KB) and with a deep pipeline (~192 KB, one CTA
+# per SM, 4-10 tiles in flight): with few K tiles per CTA the shallow kernels
+# waited out a load round trip every tile or two (H100: 512 x 768 x 768 fp16
+# on 64 x 64 tiles, 12 K tiles, ~350 ns per tile). The tuned wave times choose.
+WG_TILES = [(64, 64, 4), (64, 64, 12), (64, 128, 4), (64, 128, 8), (128, 128, 3), (128, 128, 6), (128, 256, 3)]
+# Cluster split-K entries (a kernel each: compiled into every kernel, the
+# cluster epilogue slowed the plain one) for the tiles split-K serves.
+WG_CLUSTER_TILES = [(64, 64, 4), (64, 64, 12), (64, 128, 4)]
+WG_BK = 64
+WG_SMEM_PER_BLOCK = 227 * 1024    # sm_90's opt-in limit per block
 
 
 def l0_tiles(unit, dt):
@@ -163,6 +185,24 @@ def skinny_candidates():
     return out
 
 
+def wg_candidates():
+    """The Hopper family: every tile, 16-bit operand type and layout."""
+    out = []
+    for dt in ('f16', 'bf16'):
+        for ak, bkc in LAYOUTS:
+            for bm, bn, stages in WG_TILES:
+                stage = (bm + bn) * WG_BK * DTYPES[dt][1]
+                smem = stages * stage + 1024          # + the slack that aligns stage 0 to 1024 bytes
+                threads = bm // 64 * 128
+                acc = bn // 2                          # fp32 accumulators per thread
+                assert smem <= WG_SMEM_PER_BLOCK and acc + 40 <= REGS_PER_THREAD
+                name = 'wg_%s_%s%s_%dx%dx%d_s%d' % (dt, 'k' if ak else 'm', 'k' if bkc else 'n', bm, bn, WG_BK,
+                                                   stages)
+                out.append(dict(name=name, unit='wg', dt=dt, tf32=0, ak=ak, bkc=bkc, bm=bm, bn=bn, bk=WG_BK,
+                                wm=64, wn=bn, stages=stages, threads=threads, smem=smem, sm90a=1))
+    return out
+
+
 # Cluster split-K (sm_90): a second table entry for the small Tensor Core
 # tiles, the same compiled kernel launched with its split-K slices as one
 # thread-block cluster that adds the partial tiles in distributed shared
@@ -171,13 +211,17 @@ def skinny_candidates():
 # they are the ones split-K serves, and the partial tile must fit in the
 # pipeline's shared memory. At most 8 slices, the portable cluster size
 # (CLUSTER_MAX_SLICES in gemm_kernel.cuh, which the selection applies).
+# The Hopper family's cluster entries are kernels of their own (WG_CLUSTER_*).
 CLUSTER_MAX_TILE = 64 * 64
 
 
 def cluster_candidates(tiled):
     out = []
     for c in tiled:
-        if c['unit'] != 'tc' or c['bm'] * c['bn'] > CLUSTER_MAX_TILE:
+        if c['unit'] == 'wg':
+            if (c['bm'], c['bn'], c['stages']) not in WG_CLUSTER_TILES:
+                continue
+        elif c['unit'] != 'tc' or c['bm'] * c['bn'] > CLUSTER_MAX_TILE:
             continue
         if c['bm'] * (c['bn'] + 4) * 4 > c['smem']:
             continue
@@ -188,14 +232,20 @@ def cluster_candidates(tiled):
     return out
 
 
+WGMMA = False   # --wgmma: the Hopper family is part of the build
+
+
 def all_candidates(stats=None):
     tiled = l1_candidates(stats)
-    out = tiled + skinny_candidates() + cluster_candidates(tiled)
+    wg = wg_candidates() if WGMMA else []
+    out = tiled + skinny_candidates() + cluster_candidates(tiled) + wg + cluster_candidates(wg)
     if stats is not None:
         stats['skinny instances'] = len(skinny_candidates())
-        stats['cluster split-K entries (no extra kernel)'] = len(cluster_candidates(tiled))
+        stats['cluster split-K entries (mma.sync: no extra kernel)'] = len(cluster_candidates(tiled))
+        stats['cluster split-K entries (wgmma: a kernel each)'] = len(cluster_candidates(wg))
+        stats['Hopper (wgmma, sm_90a) instances'] = len(wg)
         stats['table entries'] = len(out)
-        stats['kernels compiled'] = len(tiled) + stats['skinny instances']
+        stats['kernels compiled'] = len(tiled) + stats['skinny instances'] + len(wg) + len(cluster_candidates(wg))
     return out
 
 
@@ -217,25 +267,34 @@ def write_group(g, path):
     rows = [c for c in all_candidates() if group_of(c) == g]
     if not rows:
         sys.exit('unknown group %s' % g)
-    lines = ['// Generated by gen/gen_cuda_instances.py: kernel instances of group %s. Do not edit.' % g,
-             '#include "cuda/gemm_kernel.cuh"', '#include "cuda/skinny_kernel.cuh"', '', 'namespace vx {', '',
+    hopper = rows[0]['unit'] == 'wg'
+    headers = ['#include "cuda/wgmma_kernel.cuh"'] if hopper else ['#include "cuda/gemm_kernel.cuh"',
+                                                                  '#include "cuda/skinny_kernel.cuh"']
+    lines = ['// Generated by gen/gen_cuda_instances.py: kernel instances of group %s. Do not edit.' % g] + headers + [
+             '', 'namespace vx {', '',
              'const KernelEntry *cuda_group_%s(int *count)' % g, '{', '    static const KernelEntry table[] = {']
     asserts = []
     for c in rows:
         ty = DTYPES[c['dt']][0]
-        unit = 'UNIT_TENSOR' if c['unit'] == 'tc' else 'UNIT_SIMT'
+        unit = 'UNIT_TENSOR' if c['unit'] in ('tc', 'wg') else 'UNIT_SIMT'
         ak, bkc = 'true' if c['ak'] else 'false', 'true' if c['bkc'] else 'false'
-        if c['unit'] == 'skinny':
+        if c['unit'] == 'wg':
+            inst = 'WgInstance<%s, %s, %s, %d, %d, %d, %s>' % (ty, ak, bkc, c['bm'], c['bn'], c['stages'],
+                                                               'true' if c.get('cluster') else 'false')
+        elif c['unit'] == 'skinny':
             inst = 'SkinnyInstance<%s, %s, %s, %d>' % (ty, ak, bkc, c['bm'])
         else:
             inst = 'Instance<%s, %s, %s, %s, %d, %d, %d, %d, %d, %d>' % (
                 ty, unit, ak, bkc, c['bm'], c['bn'], c['bk'], c['wm'], c['wn'], c['stages'])
         cl = c.get('cluster', 0)
         lines.append('        {"%s", %s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %s::THREADS, %s::SMEM, %s::func(), '
-                     '&%s::%s, %d, %d},' % (c['name'], unit, DTYPES[c['dt']][2], c['tf32'], c['ak'], c['bkc'],
-                                            c['bm'], c['bn'], c['bk'], c['wm'], c['wn'], c['stages'], inst, inst,
-                                            inst, inst, 'launch_cluster' if cl else 'launch',
-                                            1 if c['unit'] == 'skinny' or cl else 0, cl))
+                     '&%s::%s, %d, %d, %d},' % (c['name'], unit, DTYPES[c['dt']][2], c['tf32'], c['ak'], c['bkc'],
+                                                c['bm'], c['bn'], c['bk'], c['wm'], c['wn'], c['stages'], inst, inst,
+                                                inst, inst, 'launch_cluster' if cl else 'launch',
+                                                1 if c['unit'] == 'skinny' or cl else 0, cl, c.get('sm90a', 0)))
+        if c['unit'] == 'wg':
+            asserts.append('    static_assert(%s::SMEM == %d, "%s: the generator\'s shared-memory size");'
+                           % (inst, c['smem'], c['name']))
         if cl:
             asserts.append('    static_assert(%s::CLUSTER_FITS, "%s: the partial tile must fit in shared memory");'
                            % (inst, c['name']))
@@ -265,7 +324,10 @@ def main():
     ap.add_argument('--table', action='store_true')
     ap.add_argument('--list', action='store_true')
     ap.add_argument('--out')
+    ap.add_argument('--wgmma', action='store_true')
     a = ap.parse_args()
+    global WGMMA
+    WGMMA = a.wgmma
     if a.groups:
         print('\n'.join(groups()))
     elif a.group:

@@ -71,6 +71,7 @@ typedef struct {
     int bm, bn, bk, wm, wn, stages, threads;
     int smem_bytes;        /* dynamic shared memory per block */
     int cluster;           /* split-K slices reduce as one thread-block cluster (sm_90 only, <= 8 slices) */
+    int sm90a;             /* Hopper wgmma family: compiled for sm_90a, runs on compute capability 9.0 only */
 } vx_cuda_instance;
 
 /* Number of compiled instances (0 in a build without CUDA). */

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -49,6 +50,7 @@ static const std::vector<vx_cuda_instance> &instance_infos()
             i.b_kcontig = e->b_kcontig;
             i.bm = e->bm; i.bn = e->bn; i.bk = e->bk; i.wm = e->wm; i.wn = e->wn;
             i.cluster = e->cluster;
+            i.sm90a = e->sm90a;
             i.stages = e->stages; i.threads = e->threads; i.smem_bytes = e->smem_bytes;
             v.push_back(i);
         }
@@ -88,6 +90,7 @@ static double sm_flops_per_ns(const DeviceState &d, const KernelEntry &e)
     /* mma.sync: 1024 fp16 FMA per clock per SM on sm_80; Hopper runs it about
      * 1.3x faster per SM (its full rate needs wgmma). tf32 is half of that. */
     double r = 2.0 * 1024 * ghz * (cc >= 90 ? 1.3 : 1.0) * 0.7;
+    if (e.sm90a) r = 2.0 * 2048 * ghz * 0.7; /* wgmma: Hopper's full rate, 2048 fp16 FMA per clock per SM */
     if (e.tf32) r *= 0.5;
     return r;
 }
@@ -144,6 +147,12 @@ DeviceState *device_state(vx_status *err)
         return nullptr;
     }
     cudaDriverGetVersion(&d->driver);
+    /* The Hopper family is offered to the model only with VORTEX_CUDA_WGMMA=1:
+     * it has not yet passed the GPU tests and sanitizers on a lent device as
+     * a whole (benchmarks/NOTES.md, twenty-second session). A forced plan
+     * (the tests, the oracle) runs it either way on compute capability 9.0. */
+    const char *wg_env = getenv("VORTEX_CUDA_WGMMA");
+    d->wgmma_off = !(wg_env && strcmp(wg_env, "1") == 0);
     const auto &all = entries();
     d->resident.assign(all.size(), 0);
     d->wave.assign(all.size(), vx_wave_cand{});
@@ -228,6 +237,7 @@ static std::vector<unsigned char> eligible(const DeviceState &d, const vx_cuda_g
         if (e.dtype != (int)g->ab_type || e.a_kcontig != g->a_kcontig || e.b_kcontig != g->b_kcontig) continue;
         if (d.resident[i] <= 0) continue;
         if (e.cluster && d.prop.major < 9) continue; /* thread-block clusters: sm_90 */
+        if (e.sm90a && (d.prop.major != 9 || d.prop.minor != 0)) continue; /* sm_90a: cc 9.0 alone */
         const bool tensor = e.unit == UNIT_TENSOR;
         if (g->ab_type == VX_F32 && tensor && g->math != VX_MATH_TF32) continue;
         if (unit == VX_UNIT_TENSOR && !tensor) continue;
@@ -251,11 +261,15 @@ static int rank_plans(const DeviceState &d, const vx_cuda_gemm_args *g, vx_cuda_
      * memory reduction, paid by every wave) too cheaply: on an H100 the calls
      * that took a cluster plan instead of the plain ones ran 0.88x the time
      * at M <= 16 and 0.95x at 17..64, but 0.99x at 65..128 and 1.02x above.
+     * The Hopper family's cluster entries are offered at any M: with its
+     * larger tiles the cluster plans were the fastest found up to M = 512
+     * on K = 768 calls (vortex-oracle-cuda on an H100; benchmarks/NOTES.md).
      * (Forced, both run any M: the tests cover that.) */
     const auto &all = entries();
     for (size_t i = 0; i < all.size(); i++) {
         const KernelEntry &e = *all[i];
-        if (e.cluster ? g->m > CLUSTER_MAX_M : e.fixup && g->m > e.bm) ok[i] = 0;
+        if (e.cluster ? g->m > CLUSTER_MAX_M && !e.sm90a : e.fixup && g->m > e.bm) ok[i] = 0;
+        if (e.sm90a && d.wgmma_off) ok[i] = 0; /* opt-in until verified on a device */
     }
     vx_wave_device model = d.model;
     model.c_bytes = g->c_type == VX_F32 ? 4 : 2;

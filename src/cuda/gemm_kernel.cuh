@@ -689,6 +689,7 @@ struct KernelEntry {
     void (*launch)(const KParams &, dim3, cudaStream_t);
     int fixup;         /* split-K reduced inside the kernel (workspace + counters), not by a second launch */
     int cluster;       /* the split-K slices reduce as one cluster (launch = launch_cluster, sm_90, <= 8) */
+    int sm90a;         /* Hopper family (wgmma_kernel.cuh): compiled for sm_90a only, runs on cc 9.0 alone */
 };
 
 template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK, int WM, int WN, int STAGES>
