@@ -23,6 +23,7 @@
 #include "analyzer/select.h"
 #include "bench_common.h"
 #include "cpu/cpu_levels.h"
+#include "cpu/threadpool.h"
 #include "cpu/isa.h"
 #include "vortex/vortex.h"
 
@@ -293,9 +294,10 @@ int main(int argc, char **argv)
         outcome *o = &res[i];
         o->s = shapes[i];
         /* pool_warm: the plans are timed back to back, so the workers spin
-         * between calls and dyn_gemm plans with the warm region cost */
+         * between calls and dyn_gemm plans with the warm region cost, as
+         * the pool reads it now (threadpool.h, vx_pool_state) */
         const vx_gemm_shape gs = { .m = o->s.m, .n = o->s.n, .k = o->s.k,
-                                   .b_unit_stride = 1, .a_unit_stride = 1, .pool_warm = 1 };
+                                   .b_unit_stride = 1, .a_unit_stride = 1, .pool_warm = vx_pool_state() | 1 };
         const int n = vx_gemm_rank(&gs, (vx_isa)isa, threads, ranked, RANK_MAX);
         const int have = n < RANK_MAX ? n : RANK_MAX;
         int np = 0;

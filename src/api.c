@@ -203,9 +203,10 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
             scale_c(g.m, g.n, beta, g.c, g.c_rs);
             memcpy(desc, "scale", sizeof "scale");
         } else {
-            /* Whether the pool's workers still spin matters only to a
+            /* Whether the pool's workers still spin, and what a region
+             * costs now (threadpool.h, vx_pool_state), matter only to a
              * budget of more than one thread. */
-            const int budget = set.threads, warm = budget > 1 ? vx_pool_warm() : 0;
+            const int budget = set.threads, warm = budget > 1 ? vx_pool_state() : 0;
             vx_gemm_plan plan;
             vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, warm, (vx_isa)isa, budget, &plan);
             /* One thread because the workers sleep: in a stream of such
@@ -215,7 +216,7 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
                 vx_pool_stream_call(warm, budget, plan.threads, (double)g.m * (double)g.n * (double)g.k);
             if (stream && vx_pool_stream_recent()) {
                 vx_gemm_plan spun;
-                vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, 1, (vx_isa)isa, budget, &spun);
+                vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, warm | 1, (vx_isa)isa, budget, &spun);
                 if (spun.threads > 1)
                     plan = spun;
             }

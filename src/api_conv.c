@@ -116,7 +116,7 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
     const int verbose = vx_verbose();
     const double t0 = verbose ? now_us() : 0.0;
     vx_gemm_plan plan;
-    const int budget = vx_threads(), warm = budget > 1 ? vx_pool_warm() : 0;
+    const int budget = vx_threads(), warm = budget > 1 ? vx_pool_state() : 0;
     vx_plan_conv(p, &v, (vx_isa)isa, budget, warm, &plan);
     /* a stream of calls planned on one thread because the workers sleep
      * wakes them once, as dyn_gemm's (threadpool.h) */
@@ -124,7 +124,7 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
         vx_pool_stream_call(warm, budget, plan.threads, (double)v.m * (double)v.n * (double)v.k * (double)v.items);
     if (stream && vx_pool_stream_recent()) {
         vx_gemm_plan spun;
-        vx_plan_conv(p, &v, (vx_isa)isa, budget, 1, &spun);
+        vx_plan_conv(p, &v, (vx_isa)isa, budget, warm | 1, &spun);
         if (spun.threads > 1)
             plan = spun;
     }

@@ -1066,6 +1066,82 @@ VT_ISA_TEST(cost, in_place_tiles_no_taller_than_the_l1_holds_a_rows, TMO)
     cr_assert(tall > 0 && short_ > 0, "%d tall and %d short in-place candidates: nothing compared", tall, short_);
 }
 
+/* The units' state word (levels.h, vx_units_state): a plain 0 or 1 is
+ * class 0, and every class in -8..7 comes back with either warm bit. */
+Test(units_state, encodes_warm_and_class)
+{
+    cr_assert_eq(vx_units_state_class(0), 0);
+    cr_assert_eq(vx_units_state_class(1), 0);
+    cr_assert_eq(vx_units_state_warm(1), 1);
+    for (int c = -8; c <= 7; c++)
+        for (int w = 0; w <= 1; w++) {
+            const int s = vx_units_state(w, c);
+            cr_assert_eq(vx_units_state_class(s), c, "class %d warm %d: state %d reads class %d", c, w, s,
+                         vx_units_state_class(s));
+            cr_assert_eq(vx_units_state_warm(s), w, "class %d warm %d: state %d reads warm %d", c, w, s,
+                         vx_units_state_warm(s));
+        }
+}
+
+/* What passes between units scales with the state's class: a warm
+ * region 2^c times, and so the price of every two-unit plan moves by the
+ * region's difference (plus shared lines where a grid splits C's rows),
+ * while a cold region and one-unit plans stay as measured. */
+VT_ISA_TEST(cost, units_class_scales_what_passes_between_units, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    d.parallel_ns[0] = 30000;
+    d.parallel_ns[1] = 100;
+    cr_assert_float_eq(vx_cost_region_ns(&d, vx_units_state(1, 0)), 100.0, 1e-9);
+    cr_assert_float_eq(vx_cost_region_ns(&d, vx_units_state(1, 2)), 400.0, 1e-9);
+    cr_assert_float_eq(vx_cost_region_ns(&d, vx_units_state(1, -1)), 50.0, 1e-9);
+    cr_assert_float_eq(vx_cost_region_ns(&d, vx_units_state(0, 3)), 30000.0, 1e-9, "a cold region is a wake-up");
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_NONE), g11 = grid_of(&c, 1, 1), g21 = grid_of(&c, 2, 1);
+    vx_problem p = {.m = 64, .n = 64, .k = 64, .b_in_place_ok = 1, .a_in_place_ok = 1, .units_warm = 1};
+    const double one0 = vx_cost_price(&d, &c, &p, l1, g11), two0 = vx_cost_price(&d, &c, &p, l1, g21);
+    p.units_class = 3;
+    const double one3 = vx_cost_price(&d, &c, &p, l1, g11), two3 = vx_cost_price(&d, &c, &p, l1, g21);
+    cr_assert_float_eq(one3, one0, 1e-9, "one unit passes nothing: %g and %g", one0, one3);
+    cr_assert_float_eq(two3 - two0, 700.0, 1e-6, "a 2x1 grid in class 3 pays 8 x 100 ns for its region: +%g",
+                       two3 - two0);
+    vx_candidates_free(&c);
+}
+
+/* A matrix-vector product split by k among the units (vx_gemv_ksplit)
+ * pays the partial sums' handshakes and lines, scaled by the class; split
+ * by the output, or on one unit, it pays none. */
+VT_ISA_TEST(cost, gemv_k_split_pays_for_the_partial_sums, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    vx_candidates_free(&c);
+    d.line_share_ns = 100;
+    d.line_stream_ns = 10;
+    vx_device_desc none = d;
+    none.line_share_ns = 0;
+    none.line_stream_ns = 0;
+    /* 1 x 61 x 70, B row-major: the axpy form, 4 lines of partial sums */
+    vx_problem p = {.m = 1, .n = 61, .k = 70, .b_in_place_ok = 1, .a_in_place_ok = 1, .units_warm = 1};
+    cr_assert(vx_gemv_ksplit(&d, 61, 70, 1, 2), "61 outputs, k = 70: two units split k");
+    cr_assert(!vx_gemv_ksplit(&d, 61, 70, 1, 1), "one unit splits nothing");
+    cr_assert(!vx_gemv_ksplit(&d, 2 * d.gemv_ksplit_len, 70, 1, 2), "long outputs split the output");
+    cr_assert(!vx_gemv_ksplit(&d, 61, 2 * d.gemv_ksplit_k_per_row - 1, 1, 2), "too short a k splits the output");
+    const double extra = vx_cost_gemv(&d, &p, 2) - vx_cost_gemv(&none, &p, 2);
+    cr_assert_float_eq(extra, 2 * 100.0 + 4 * 10.0, 1e-9, "two handshakes and four lines: %g ns", extra);
+    cr_assert_float_eq(vx_cost_gemv(&d, &p, 1), vx_cost_gemv(&none, &p, 1), 1e-9, "one unit: no partial sums");
+    p.units_class = 1;
+    const double extra1 = vx_cost_gemv(&d, &p, 2) - vx_cost_gemv(&none, &p, 2);
+    cr_assert_float_eq(extra1, 2 * (2 * 100.0 + 4 * 10.0), 1e-6, "class 1 doubles them: %g ns", extra1);
+    /* B transposed (row-major NT): the dot form, split by the output */
+    vx_problem dot = p;
+    dot.units_class = 0;
+    dot.b_trans = 1;
+    cr_assert_float_eq(vx_cost_gemv(&d, &dot, 2), vx_cost_gemv(&none, &dot, 2), 1e-9, "the dot form splits y");
+}
+
 /* ---- the wave model (GPU selection, device-neutral) ---- */
 
 static const vx_wave_device wave_dev = {.units = 132, .launch_ns = 2500.0, .split_fixed_ns = 1000.0,

@@ -300,3 +300,56 @@ Test(pool_stream, back_to_back_calls_stay_correct, .timeout = TMO)
     free(c);
     free(ref);
 }
+
+/* The pool's reading of a warm region (threadpool.h, vx_pool_class_flag):
+ * after enough two-thread regions it has one (the TSC calibrated), and the
+ * class it reports follows the baseline it is read against: the largest
+ * class over a baseline of a picosecond, the smallest over one of a
+ * second, 0 over its own reading. Orders of magnitude apart, so no timing
+ * of this machine's can decide it. */
+static void empty_region(void *ctx, int tid, int n)
+{
+    (void)ctx;
+    (void)tid;
+    (void)n;
+}
+
+static void regions(int count)
+{
+    for (int i = 0; i < count; i++)
+        vx_pool_run(empty_region, NULL, 2);
+}
+
+Test(pool_meter, class_follows_the_baseline, .timeout = TMO)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double waited = 0;
+    while (vx_pool_region_ns() <= 0 && waited < 20.0) { /* the TSC's calibration takes ~3 ms of regions */
+        regions(1000);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        waited = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+    }
+    const double ns = vx_pool_region_ns();
+    cr_assert(ns > 0 && ns < 1e8, "no reading of a warm region after %.1f s of them: %g ns", waited, ns);
+    vx_pool_set_region_baseline(1e-3);
+    regions(200);
+    cr_assert_eq(atomic_load(&vx_pool_class_flag), 7, "baseline 1 ps, reading %g ns: class %d", vx_pool_region_ns(),
+                 atomic_load(&vx_pool_class_flag));
+    vx_pool_set_region_baseline(1e9);
+    regions(200);
+    cr_assert_eq(atomic_load(&vx_pool_class_flag), -8, "baseline 1 s, reading %g ns: class %d", vx_pool_region_ns(),
+                 atomic_load(&vx_pool_class_flag));
+    int cls = 99;
+    for (int tries = 0; tries < 100 && cls != 0; tries++) { /* its own reading, as it drifts */
+        vx_pool_set_region_baseline(vx_pool_region_ns());
+        regions(50);
+        cls = atomic_load(&vx_pool_class_flag);
+    }
+    cr_assert_eq(cls, 0, "baseline at its own reading (%g ns): class %d", vx_pool_region_ns(), cls);
+    /* the state the planner reads: the class beside the warm bit */
+    vx_pool_set_region_baseline(1e9);
+    regions(200);
+    const int s = vx_pool_state();
+    cr_assert_eq(vx_units_state_class(s), -8, "state %d", s);
+}

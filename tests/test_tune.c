@@ -196,6 +196,7 @@ static void distinctive(vx_tune *t, double shift)
     t->bw_dram_all = 41.5 + shift;
     t->bw_stride_tlb = 2.625 + shift;
     t->line_share_ns = 77.125 + shift;
+    t->line_stream_ns = 9.375 + shift;
     t->packed_probe[VX_ISA_AVX2].fam = 0;
     t->packed_probe[VX_ISA_AVX2].m = 1;
     t->packed_probe[VX_ISA_AVX2].ns = 54321.5 + shift;
@@ -252,6 +253,7 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         { "wake_ns", want->wake_ns, got->wake_ns },
         { "call_ns", want->call_ns, got->call_ns },
         { "line_share_ns", want->line_share_ns, got->line_share_ns },
+        { "line_stream_ns", want->line_stream_ns, got->line_stream_ns },
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
@@ -340,6 +342,31 @@ Test(tune, a_file_without_stride_tlb_keeps_its_default)
               saved.bw_dram_all, loaded.bw_dram_all);
 }
 
+/* "line_stream_ns" came later still: a file written before it keeps the
+ * default for it, every other value from the file. */
+Test(tune, a_file_without_line_stream_keeps_its_default)
+{
+    vx_tune saved, loaded, defaults;
+    distinctive(&saved, 0);
+    char path[600];
+    scratch_path(path, sizeof path, "older.json");
+    save_ok(path, &saved);
+    size_t n;
+    char *text = slurp(path, &n);
+    cr_assert_not_null(strstr(text, "\"line_stream_ns\""), "the saved file has no \"line_stream_ns\"");
+    char *older = edit(text, "\"line_stream_ns\"", "\"not_read\"");
+    spit(path, older, strlen(older));
+    free(older);
+    free(text);
+    load_ok(path, &loaded);
+    memset(&defaults, 0, sizeof defaults);
+    vx_tune_defaults(vx_hw(), &defaults);
+    cr_assert(close_rel(loaded.line_stream_ns, defaults.line_stream_ns),
+              "line_stream_ns: expected the default %g, found %g", defaults.line_stream_ns, loaded.line_stream_ns);
+    cr_assert(close_rel(loaded.line_share_ns, saved.line_share_ns), "line_share_ns: expected %g from the file, found %g",
+              saved.line_share_ns, loaded.line_share_ns);
+}
+
 Test(tune, resave_replaces_the_file)
 {
     vx_tune first, second, loaded;
@@ -402,12 +429,13 @@ Test(tune, failed_save_names_the_real_reason)
     } cases[] = { { "bw_l2", "bw_l2" },
                   { "mode_call_ns[2]", "mode_call_ns" },
                   { "packed_probe ns", "probe" },
-                  { "line_share_ns", "line_share_ns" } };
+                  { "line_share_ns", "line_share_ns" },
+                  { "line_stream_ns", "line_stream_ns" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
-                            &bad.line_share_ns };
+                            &bad.line_share_ns, &bad.line_stream_ns };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -547,6 +575,8 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "stride_tlb given as a string", "2.625", "\"2.625\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "line_share_ns negative", "77.125", "-77.125", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "line_share_ns 1e300", "77.125", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "line_stream_ns negative", "9.375", "-9.375", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "line_stream_ns given as a string", "9.375", "\"9.375\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "packed_probe ns negative", "54321.5", "-54321.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "packed_probe m beyond the family's tile", "1,\n   54321.5", "99,\n   54321.5",
                         VX_ERR_INVALID_ARG);

@@ -143,12 +143,12 @@ static int explain_conv(const vx_conv2d_params *p, vx_isa isa)
                                                 "(packed plans) or read in place tap by tap (pack_b plans)"
                                               : "B = patches (c*r*s x pixels), gathered into the packed buffer");
     vx_gemm_plan plan;
-    vx_plan_conv(p, &v, isa, vx_get_num_threads(), vx_pool_warm(), &plan);
+    vx_plan_conv(p, &v, isa, vx_get_num_threads(), vx_pool_state(), &plan);
     char d[160];
     vx_plan_describe(&plan, d, sizeof d);
     printf("plan:       %s\n", d);
     vx_priced_plan r[SHOW];
-    const int n = vx_conv_rank(p, &v, isa, vx_get_num_threads(), vx_pool_warm(), r, SHOW);
+    const int n = vx_conv_rank(p, &v, isa, vx_get_num_threads(), vx_pool_state(), r, SHOW);
     const double flops = 2.0 * (double)v.m * (double)v.n * (double)v.k * (double)v.items;
     printf("ranked:     %d alternatives (each item over all threads / items shared among threads / NCHW via NHWC / direct):\n", n);
     for (int i = 0; i < n; i++) {

@@ -148,7 +148,7 @@ static double direct_ns(const vx_device_desc *d, const vx_conv_view *v, int max_
     const int t = (int)(rows < max_threads ? rows : max_threads);
     const double compute = flops * d->direct_ns_per_flop / t;
     const double stream = bytes / d->bw_shared;
-    return d->call_ns + (t > 1 ? d->parallel_ns[warm ? 1 : 0] : 0.0) + (compute > stream ? compute : stream);
+    return d->call_ns + (t > 1 ? vx_cost_region_ns(d, warm) : 0.0) + (compute > stream ? compute : stream);
 }
 
 /* Transposing a tensor of `elems` floats (NCHW to NHWC and back), shared
@@ -185,7 +185,7 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
         max_threads = 1;
     const vx_cpu_model *M = vx_cpu_model_get(isa);
     const vx_device_desc *d = M ? &M->desc : NULL;
-    const double call = d ? d->call_ns : 0, region = d ? d->parallel_ns[pool_warm ? 1 : 0] : 0;
+    const double call = d ? d->call_ns : 0, region = d ? vx_cost_region_ns(d, pool_warm) : 0;
     int n = 0;
     vx_priced_plan pp;
 
@@ -219,7 +219,8 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
         q.m = v.m;
         q.n = v.n;
         q.k = v.k;
-        q.units_warm = pool_warm != 0;
+        q.units_warm = vx_units_state_warm(pool_warm);
+        q.units_class = vx_units_state_class(pool_warm);
         const double run = v.shape.a_run > 0 ? (double)v.shape.a_run : (double)v.cg;
         const double gather = (double)v.m * (double)v.k * (d->copy_ns[1][0] + d->gather_run_ns / run);
         vx_priced_plan dp;
@@ -286,7 +287,7 @@ void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa is
     const vx_plan_key key = { v.m, v.n, v.k,
                               ((int64_t)1 << 50) | (int64_t)p->layout | ((int64_t)v.pointwise << 1) |
                                   ((int64_t)v.depthwise << 2) | ((int64_t)isa << 3) |
-                                  ((int64_t)(pool_warm != 0) << 5) | ((int64_t)max_threads << 6),
+                                  ((int64_t)(pool_warm & 31) << 44) | ((int64_t)max_threads << 6),
                               (int64_t)(((uint64_t)v.items ^ ((uint64_t)vx_shape_geometry_key(&v.shape) << 20)) &
                                         INT64_MAX) };
     vx_path forced = VX_PATH_AUTO;

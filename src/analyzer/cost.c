@@ -36,6 +36,23 @@ static inline int64_t cdiv(int64_t a, int64_t b)
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
 
+/* What passing data between units costs now against what was measured
+ * (levels.h, vx_units_state): 2^units_class. */
+static inline double units_scale(const vx_problem *p) { return ldexp(1.0, p->units_class); }
+
+/* The fixed cost of a parallel region on these units. */
+static inline double region_ns(const vx_device_desc *d, const vx_problem *p)
+{
+    return p->units_warm ? d->parallel_ns[1] * units_scale(p) : d->parallel_ns[0];
+}
+
+double vx_cost_region_ns(const vx_device_desc *d, int units_state)
+{
+    const vx_problem p = { .units_warm = vx_units_state_warm(units_state),
+                           .units_class = vx_units_state_class(units_state) };
+    return region_ns(d, &p);
+}
+
 /* The first level's line, in bytes (64 where the backend gave none). */
 static inline int line_bytes(const vx_device_desc *d) { return d->mem[0].line > 0 ? d->mem[0].line : 64; }
 
@@ -154,8 +171,30 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
     const double bw = bw_for(d, bytes / threads, threads) * threads;
     const double stream = bytes / bw;
     const double compute = rows > 1 ? 2.0 * rows * len * (double)p->k * d->gemv_ns_per_flop / threads : 0.0;
-    return d->call_ns + (threads > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) +
-           (compute > stream ? compute : stream);
+    /* Split by k, each unit writes its partial sums into lines the last
+     * call's combiner read, and the unit that ends last reads them all: a
+     * handshake each way (claiming the slices, counting them done) and the
+     * lines streamed between the cores. On two AMD Zen 4 cores, 1 x len x 16
+     * ran 340 ns over half its one-thread time at len = 64 (priced 110, the
+     * empty region), 830-940 at 1024, 1440 at 2048, 2500-3300 at 4000:
+     * 2 x 99 ns and 9 ns a line here, the tuner's line_share_ns and
+     * line_stream_ns. 1x61x70 then runs on one thread (0.22-0.24 us against
+     * 0.47-0.49 on two; NOTES.md, twenty-second session). */
+    const int axpy = p->n == 1 ? p->a_trans : !p->b_trans;
+    const double combine =
+        threads > 1 && axpy && vx_gemv_ksplit(d, (int64_t)len, p->k, (int64_t)rows, threads)
+            ? (2.0 * d->line_share_ns + d->line_stream_ns * (threads - 1) * rows *
+                                            (double)cdiv((int64_t)len * d->elem_bytes, line_bytes(d))) *
+                  units_scale(p)
+            : 0.0;
+    return d->call_ns + (threads > 1 ? region_ns(d, p) : 0.0) +
+           (compute > stream ? compute : stream) + combine;
+}
+
+int vx_gemv_ksplit(const vx_device_desc *d, int64_t len, int64_t k, int64_t rows, int threads)
+{
+    return threads > 1 && d->gemv_ksplit_len > 0 && len < threads * d->gemv_ksplit_len &&
+           k >= threads * rows * d->gemv_ksplit_k_per_row;
 }
 
 int vx_resident_takes(const vx_device_desc *d, int64_t n, int64_t k)
@@ -191,7 +230,7 @@ double vx_cost_resident(const vx_device_desc *d, const vx_problem *p, int thread
      * price_cell_body): plans of both kinds compare on equal terms. */
     const double bytes = (double)d->elem_bytes * (double)p->m * (double)p->k;
     const double stream = bytes / (bw_for(d, bytes / t, t) * t);
-    return d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) + dmax(compute, stream);
+    return d->call_ns + (t > 1 ? region_ns(d, p) : 0.0) + dmax(compute, stream);
 }
 
 /* The cheapest of cost(d, p, t) over t = 1..max_threads units (the fewest
@@ -264,7 +303,7 @@ double vx_cost_dot(const vx_device_desc *d, const vx_problem *p, int threads)
     const double b_bytes = (double)d->elem_bytes * (double)p->n * (double)p->k;
     const double blocks = (double)((p->m + mc - 1) / mc);
     const double b_stream = blocks * (b_bytes / t) / bw_for(d, b_bytes / t, t);
-    return d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0) + dmax(compute, b_stream);
+    return d->call_ns + (t > 1 ? region_ns(d, p) : 0.0) + dmax(compute, b_stream);
 }
 
 /* ns per element copied into A's and B's buffers: the measured packing
@@ -329,7 +368,7 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
     const double e = d->elem_bytes;
     const int t = g.tm * g.tn;
     x->tn = g.tn;
-    x->fixed = d->call_ns + (t > 1 ? d->parallel_ns[p->units_warm ? 1 : 0] : 0.0);
+    x->fixed = d->call_ns + (t > 1 ? region_ns(d, p) : 0.0);
     double bw_top = d->bw_shared;
     for (int i = 0; i < d->nmem; i++) {
         x->nspb[i] = 1.0 / bw_at(d, i, t);
@@ -751,7 +790,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
      * Zen 5, the transfer measured at 246 ns; NOTES.md, fourteenth
      * session), while 19200x108x20 (13 ns of work a row) keeps it. */
     const double rows = (double)x->m_c * (double)KB;
-    const double stall = d->line_share_ns - body / rows;
+    const double stall = d->line_share_ns * units_scale(p) - body / rows;
     return stall > 0 ? body + stall * rows : body;
 }
 

@@ -33,9 +33,21 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
 
 /* Predicted nanoseconds for a matrix-vector product (m or n is 1) on
  * `threads` units: the matrix streamed once, in place, from the smallest
- * memory level that holds it, plus the call and the parallel region. There
- * is no reuse to block for, so there are no candidates to search. */
+ * memory level that holds it, plus the call and the parallel region, and
+ * where the units split k (vx_gemv_ksplit), the last one's reads of the
+ * others' partial sums. There is no reuse to block for, so there are no
+ * candidates to search. */
 double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads);
+
+/* Whether `threads` units split k of an axpy-form product with an output of
+ * len elements in `rows` rows (levels.h, gemv_ksplit_len): the driver's
+ * rule, which the price follows. */
+int vx_gemv_ksplit(const vx_device_desc *d, int64_t len, int64_t k, int64_t rows, int threads);
+
+/* The fixed cost of a parallel region on units in this state (levels.h,
+ * vx_units_state): woken from sleep, or still spinning, scaled by the
+ * state's class. */
+double vx_cost_region_ns(const vx_device_desc *d, int units_state);
 
 /* gcd(stride, span) for stride > 0: span is a power of two on every cache
  * and TLB seen (the lowest set bit of stride then), Euclid otherwise. */

@@ -112,6 +112,7 @@ typedef struct {
                                   reading A once (0: the backend never streams C) */
     int64_t stream_b_max;
     double line_share_ns;      /* a cache line stored by two units in turn: one transfer */
+    double line_stream_ns;     /* one of many lines a unit writes and another then reads */
     /* In-place kernels reading A's rows from beyond the second level: a tile
      * of m0 rows and V vectors issues m0 * (V + 1) + V operations a k step
      * (FMAs, A broadcasts, B loads); past a_step_ops of them the core's
@@ -123,6 +124,12 @@ typedef struct {
     double direct_ns_per_flop; /* a direct convolution kernel (depthwise) on one unit */
     int gemv_rows_max;         /* matrix-vector kernels take up to this many rows of C at
                                   once (a GEMM with m <= it and unit-stride B rows); 1: none */
+    int64_t gemv_ksplit_len;   /* the axpy form on t units splits k instead of the output
+                                  (each unit one range of the matrix's rows, the last to
+                                  finish adding the others' partial sums) where the output
+                                  is shorter than t x this and k is at least t x rows x
+                                  gemv_ksplit_k_per_row (0: never; cost.h vx_gemv_ksplit) */
+    int64_t gemv_ksplit_k_per_row;
     double gemv_ns_per_flop;   /* ... their compute time per flop on one unit (they also
                                   wait for the matrix: the slower of the two counts) */
     double mode_ns[VX_LOAD_MODES]; /* what a load mode adds to it (set-up of its buffers) */
@@ -204,6 +211,21 @@ typedef struct {
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the
                                   filter taps some output uses); 0 = all */
     int units_warm;            /* the units are still busy-waiting from a recent region */
+    int units_class;           /* what passing data between units costs now against what was
+                                  measured: 2^units_class times (vx_units_state) */
 } vx_problem;
+
+/* The units' state as a backend reports it at call time, in one int that
+ * plan keys carry: bit 0, the units still busy-wait after a recent region
+ * (a region then starts without waking them); bits 1-4, a class c in
+ * -8..7 (two's complement): the backend's run-time reading of a warm
+ * region's fixed cost is about 2^c times what it measured at install time
+ * (on a virtual machine the host moves the two cores' distance: a region
+ * took 80 ns in one window and 370 in the next, AMD Zen 4), and the model
+ * scales what passes between units (a warm region, lines shared or
+ * streamed between them) by 2^c. A plain 0 or 1 is class 0: as measured. */
+static inline int vx_units_state(int warm, int cls) { return (warm ? 1 : 0) | ((cls & 15) << 1); }
+static inline int vx_units_state_warm(int state) { return state & 1; }
+static inline int vx_units_state_class(int state) { return (((state >> 1) & 15) ^ 8) - 8; }
 
 #endif

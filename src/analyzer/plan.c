@@ -35,7 +35,8 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->a_edge_rows = s->a_edge_rows;
     p->a_kfrac = s->a_kfrac;
     p->b_kfrac = s->b_kfrac;
-    p->units_warm = s->pool_warm != 0;
+    p->units_warm = vx_units_state_warm(s->pool_warm);
+    p->units_class = vx_units_state_class(s->pool_warm);
 }
 
 /* The CPU driver's plan for a priced choice. Blocks are stored as the
@@ -372,7 +373,7 @@ static void apply_override(const vx_gemm_shape *s, const vx_gemm_plan *ov, vx_ge
 static inline int64_t key_flags(int b_unit, int a_unit, vx_isa isa, int pool_warm, int max_threads, int a_gathered,
                                 int b_gathered)
 {
-    return (b_unit ? 1 : 0) | (a_unit ? 2 : 0) | ((int64_t)isa << 2) | ((int64_t)(pool_warm != 0) << 4) |
+    return (b_unit ? 1 : 0) | (a_unit ? 2 : 0) | ((int64_t)isa << 2) | ((int64_t)(pool_warm & 31) << 42) |
            ((int64_t)max_threads << 5) | ((int64_t)(a_gathered != 0) << 40) | ((int64_t)(b_gathered != 0) << 41);
 }
 

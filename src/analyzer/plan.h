@@ -26,7 +26,8 @@ typedef struct {
     int64_t m, n, k;
     int b_unit_stride;    /* B[p][j+1] is next to B[p][j] */
     int a_unit_stride;    /* A[i][p+1] is next to A[i][p] */
-    int pool_warm;        /* the thread pool's workers still spin (vx_pool_warm) */
+    int pool_warm;        /* the thread pool's state (vx_pool_state, levels.h vx_units_state):
+                             its workers still spin, and what a region costs now */
     int a_gathered;       /* A is produced by a gather (conv's im2col): packed plans only */
     int b_gathered;       /* B is produced by a gather: B is never read in place */
     int64_t a_seg;        /* > 0: A read in place comes in segments of this length

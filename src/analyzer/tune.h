@@ -111,6 +111,9 @@ typedef struct {
      * store into it in turn (C rows whose line straddles two threads'
      * columns; optional in the file) */
     double line_share_ns;
+    /* ns per line of many that one core writes and another then reads,
+     * the transfers overlapping (a K split's partial sums; optional) */
+    double line_stream_ns;
 } vx_tune;
 
 /* The in-place probe's problem (tune.h, inplace_probe): 9 KiB rows (a

@@ -13,6 +13,7 @@
 #include "analyzer/tune.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
+#include "cpu/threadpool.h"
 
 /* Two FMA pipes with four cycles of latency: fewer accumulators than this
  * leave a pipe idle whatever the loads do. */
@@ -79,6 +80,8 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * where the tune's best tile rate (timed in short bursts, at boost
      * clocks) reads 47 (NOTES.md): priced at half that rate. */
     d->gemv_rows_max = vx_gemv_kernels_for(set->isa)->rows_max;
+    d->gemv_ksplit_len = VX_GEMV_KSPLIT_LEN;
+    d->gemv_ksplit_k_per_row = VX_GEMV_KSPLIT_K_PER_ROW;
     d->gemv_ns_per_flop = best_flops_per_ns > 0 ? 1.0 / (0.5 * best_flops_per_ns) : 0.05;
     /* The dot-form tile (cpu/dot.h) holds dot_mr * dot_nr accumulators,
      * each fed one FMA per vector of k, as a GEMM tile with as many
@@ -208,6 +211,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->stream_c_min = vx_gemm_stream_c_min();
     d->stream_b_max = vx_gemm_stream_b_max();
     d->line_share_ns = tu->line_share_ns;
+    d->line_stream_ns = tu->line_stream_ns;
     /* Measured on AMD Zen 5 (2 threads, A streamed in place once: tall,
      * skinny GEMMs, tiles forced and alternated in one process; NOTES.md,
      * twenty-first session): the fastest tiles were those of about 12
@@ -250,6 +254,8 @@ const vx_cpu_model *vx_cpu_model_get(vx_isa isa)
             free(m);
             m = NULL;
         } else {
+            /* the pool reads a warm region's cost against the one priced */
+            vx_pool_set_region_baseline(m->desc.parallel_ns[1]);
             __atomic_store_n(&g_model[isa], m, __ATOMIC_RELEASE);
         }
     }

@@ -785,17 +785,11 @@ static void gemv_task(void *ctx, int tid, int nthreads)
     }
 }
 
-/* Whether splitting k among the threads beats splitting y. Split by y,
- * each thread reads a run of len / threads floats of every row; a run
- * shorter than two 4 KiB pages streams badly (the prefetchers stop at page
- * ends), and split by k each thread reads one contiguous range instead.
- * With long runs the split by y keeps both threads in the same DRAM pages
- * and won by 4 % (1 x 4096..8448 x 1536..25088 from DRAM); split by k costs
- * threads x rows partial vectors, at most 1/8 of the matrix here. Measured
- * on AMD Zen 1, two threads: NOTES.md, 2026-11-24 (ninth session). */
+/* Whether splitting k among the threads beats splitting y (gemv.h,
+ * VX_GEMV_KSPLIT_LEN). */
 static int ksplit_pays(int64_t len, int64_t k, int rows, int threads)
 {
-    return len < (int64_t)threads * 2048 && k >= (int64_t)threads * rows * 8;
+    return len < (int64_t)threads * VX_GEMV_KSPLIT_LEN && k >= (int64_t)threads * rows * VX_GEMV_KSPLIT_K_PER_ROW;
 }
 
 /* Splits y over the threads in multiples of the kernel's step, or k where

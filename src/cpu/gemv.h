@@ -48,6 +48,19 @@ typedef void (*vx_gemv_axpy_rows_fn)(int rows, int64_t len, int64_t k, const flo
 typedef void (*vx_gemv_sum_store_fn)(int parts, const float *part, int64_t part_stride, int64_t len, float *y,
                                      int64_t incy, const vx_gemv_store *s);
 
+/* Split k among t threads instead of the output (each streams one
+ * contiguous range of the matrix's rows into partial sums, the last to end
+ * adds them) where the output is shorter than t x VX_GEMV_KSPLIT_LEN and k
+ * is at least t x rows x VX_GEMV_KSPLIT_K_PER_ROW: split by the output,
+ * each thread would read runs shorter than two 4 KiB pages of every row,
+ * which stream badly (the prefetchers stop at page ends); with long runs
+ * the output split kept both threads in the same DRAM pages and won by 4 %
+ * (1 x 4096..8448 x 1536..25088 from DRAM); split by k costs t x rows
+ * partial vectors, at most 1/8 of the matrix. Measured on AMD Zen 1, two
+ * threads: NOTES.md, 2026-11-24 (ninth session). The analyzer reads both
+ * numbers (levels.h, gemv_ksplit_len) and prices the partial sums. */
+enum { VX_GEMV_KSPLIT_LEN = 2048, VX_GEMV_KSPLIT_K_PER_ROW = 8 };
+
 typedef struct {
     vx_gemv_dot_fn dot;
     vx_gemv_axpy_fn axpy;

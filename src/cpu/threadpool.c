@@ -1,9 +1,11 @@
 #include "cpu/threadpool.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "analyzer/hw.h"
 
@@ -51,6 +53,27 @@ static struct {
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 
+/* Each worker's TSC when it took the last region and when it ended it,
+ * on a line of its own (read by the caller after the join). */
+static struct {
+    _Alignas(64) unsigned long long start, done;
+} g_stamp[MAX_WORKERS + 1];
+
+/* The run-time reading of a warm region's hand-offs (threadpool.h,
+ * vx_pool_class_flag): touched only by the caller holding g_busy, but the
+ * baseline (set when the backend's model is built) and the reading
+ * (asked by vortex-info and the tests) by any thread. */
+atomic_int vx_pool_class_flag;
+static _Atomic double g_baseline_ns;   /* install-time warm region, 0: none */
+static _Atomic double g_region_ns;     /* the tracked median, ns (0: none yet) */
+static struct {
+    double ticks_per_ns;               /* the TSC's rate, 0 until calibrated */
+    unsigned long long cal_tsc;        /* calibration: a TSC reading and the */
+    double cal_ns;                     /* monotonic clock's at the same time */
+    double median_ticks;               /* the tracked median of the samples */
+    int cls;
+} g_meter;
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -85,6 +108,7 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&g_mu);
         }
         seen = gen;
+        const unsigned long long start = __rdtsc();
         if (w->tid < g_region.nthreads) {
             /* Pin to the tid-th core counted from the caller's, so the
              * caller and the workers never share a core. Rebinding happens
@@ -95,6 +119,8 @@ static void *worker_main(void *arg)
                 w->bound_core = want;
             g_region.fn(g_region.ctx, w->tid, g_region.nthreads);
         }
+        g_stamp[w->tid].start = start;
+        g_stamp[w->tid].done = __rdtsc();
         atomic_fetch_sub_explicit(&g_done.pending, 1, memory_order_release);
     }
     return NULL;
@@ -134,6 +160,67 @@ int vx_pool_home(int tid, int nthreads)
     return g_region.caller_core >= 0 ? (g_region.caller_core + tid) % nthreads : tid;
 }
 
+static double monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+void vx_pool_set_region_baseline(double ns)
+{
+    atomic_store(&g_baseline_ns, ns > 0 && isfinite(ns) ? ns : 0.0);
+}
+
+double vx_pool_region_ns(void) { return atomic_load(&g_region_ns); }
+
+/* One warm region of n threads, published at TSC t_pub, the caller's task
+ * ended at t_cdone, the join seen at t_end: its hand-offs are the last
+ * worker's start after t_pub and the caller's wait after the last task
+ * ended (the tasks themselves are not in it). The TSC is the same on every
+ * core (constant and non-stop: Linux keeps it as its clock only then); a
+ * sample out of order is dropped. The median is tracked by steps of 1/32
+ * (a slow outlier, a worker descheduled by the host, moves it once; a
+ * window's change of 4x is followed in ~45 regions), and the class
+ * follows it (threadpool.h). */
+static void meter_sample(unsigned long long t_pub, unsigned long long t_cdone, unsigned long long t_end, int n)
+{
+    unsigned long long start = t_pub, done = t_cdone;
+    for (int tid = 1; tid < n; tid++) {
+        start = g_stamp[tid].start > start ? g_stamp[tid].start : start;
+        done = g_stamp[tid].done > done ? g_stamp[tid].done : done;
+    }
+    if (t_end < done)
+        return;
+    const double sample = (double)(start - t_pub) + (double)(t_end - done);
+    if (g_meter.ticks_per_ns <= 0) {
+        /* Calibrate the TSC against the monotonic clock over the first
+         * ~3 ms of regions: no wait of its own. */
+        if (g_meter.cal_tsc == 0) {
+            g_meter.cal_tsc = __rdtsc();
+            g_meter.cal_ns = monotonic_ns();
+        } else if (__rdtsc() - g_meter.cal_tsc > 10000000ull) {
+            const double dt = monotonic_ns() - g_meter.cal_ns;
+            if (dt > 0)
+                g_meter.ticks_per_ns = (double)(__rdtsc() - g_meter.cal_tsc) / dt;
+        }
+    }
+    const double m = g_meter.median_ticks;
+    g_meter.median_ticks = m <= 0 ? sample : sample > m ? m * (33.0 / 32.0) : m * (31.0 / 32.0);
+    if (g_meter.ticks_per_ns <= 0)
+        return;
+    const double ns = g_meter.median_ticks / g_meter.ticks_per_ns, base = atomic_load(&g_baseline_ns);
+    atomic_store_explicit(&g_region_ns, ns, memory_order_relaxed);
+    if (base <= 0)
+        return;
+    const double r = log2(ns / base);
+    if (fabs(r - g_meter.cls) > 0.75) {
+        const long c = lround(r);
+        g_meter.cls = c < -8 ? -8 : c > 7 ? 7 : (int)c;
+        atomic_store_explicit(&vx_pool_class_flag, g_meter.cls, memory_order_relaxed);
+    }
+}
+
 int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
 {
     if (nthreads > 1 && !atomic_flag_test_and_set_explicit(&g_busy, memory_order_acquire)) {
@@ -150,15 +237,20 @@ int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
             /* The futex broadcast only when a worker sleeps: spinning ones
              * see the generation (the mutex and the broadcast cost ~30 ns
              * a region). */
+            const unsigned long long t_pub = __rdtsc();
             atomic_fetch_add(&g_region.generation, 1);
-            if (atomic_load(&g_region.sleepers) > 0) {
+            const int asleep = atomic_load(&g_region.sleepers) > 0;
+            if (asleep) {
                 pthread_mutex_lock(&g_mu);
                 pthread_cond_broadcast(&g_cv);
                 pthread_mutex_unlock(&g_mu);
             }
             fn(ctx, 0, nthreads);
+            const unsigned long long t_cdone = __rdtsc();
             while (atomic_load_explicit(&g_done.pending, memory_order_acquire) > 0)
                 _mm_pause();
+            if (!asleep) /* a warm region: every worker was spinning */
+                meter_sample(t_pub, t_cdone, __rdtsc(), nthreads);
             atomic_store_explicit(&vx_pool_warm_flag, 1, memory_order_relaxed);
             atomic_flag_clear_explicit(&g_busy, memory_order_release);
             return nthreads;

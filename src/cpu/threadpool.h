@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "analyzer/levels.h"
+
 typedef void (*vx_task_fn)(void *ctx, int tid, int nthreads);
 
 /* A task's next claim of `step` units from the shared counter *next, after
@@ -41,6 +43,33 @@ int vx_pool_home(int tid, int nthreads);
 extern atomic_int vx_pool_warm_flag; /* kept by threadpool.c */
 static inline int vx_pool_warm(void) { return atomic_load_explicit(&vx_pool_warm_flag, memory_order_relaxed); }
 
+/* What a region with spinning workers costs now against the install-time
+ * measurement the backend gave (vx_pool_set_region_baseline), as the class
+ * of analyzer/levels.h's vx_units_state: about 2^class times. The pool
+ * times every such region's hand-offs (the workers' start after the caller
+ * publishes it, the caller's wait after the last one ends; the tasks
+ * themselves excluded) and tracks their median; the class moves when that
+ * is more than 2^0.75 away from the class's value. A virtual machine's
+ * host moves its cores apart and back within minutes: an empty region on
+ * two AMD Zen 4 cores took 80 ns in one window and 370 in the next, and
+ * calls priced with the other window's cost ran on two threads at twice
+ * the time of one (NOTES.md, twenty-second session). */
+extern atomic_int vx_pool_class_flag; /* kept by threadpool.c */
+
+/* The pool's state for the planner: vx_units_state(warm, class); every
+ * call with a thread budget over one asks: two loads, inlined. */
+static inline int vx_pool_state(void)
+{
+    return vx_units_state(vx_pool_warm(), atomic_load_explicit(&vx_pool_class_flag, memory_order_relaxed));
+}
+
+/* The install-time cost of a warm region, ns (0: none, the class stays 0). */
+void vx_pool_set_region_baseline(double ns);
+
+/* The pool's current reading of a warm region's hand-offs, ns (0 before
+ * it has one). */
+double vx_pool_region_ns(void);
+
 /* Calls that would run on more threads with the workers spinning, but plan
  * one because they sleep, never wake them: back to back, each finds them
  * asleep again. Such a call stamps its end (vx_pool_stream_note), and the
@@ -63,7 +92,7 @@ int vx_pool_stream_recent(void);
  * vx_pool_stream_recent() says the last one ended just before. */
 static inline int vx_pool_stream_call(int warm, int budget, int threads, double macs)
 {
-    return !warm && budget > 1 && threads == 1 && macs >= VX_POOL_STREAM_MIN_MACS;
+    return !(warm & 1) && budget > 1 && threads == 1 && macs >= VX_POOL_STREAM_MIN_MACS;
 }
 
 #endif
