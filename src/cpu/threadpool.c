@@ -192,7 +192,8 @@ static void meter_sample(unsigned long long t_pub, unsigned long long t_cdone, u
     }
     if (t_end < done)
         return;
-    const double sample = (double)(start - t_pub) + (double)(t_end - done);
+    /* at least a tick: a median at 0 could never move */
+    const double sample = (double)(start - t_pub) + (double)(t_end - done) + 1.0;
     if (g_meter.ticks_per_ns <= 0) {
         /* Calibrate the TSC against the monotonic clock over the first
          * ~3 ms of regions: no wait of its own. */
