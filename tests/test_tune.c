@@ -197,6 +197,7 @@ static void distinctive(vx_tune *t, double shift)
     t->bw_stride_tlb = 2.625 + shift;
     t->line_share_ns = 77.125 + shift;
     t->line_stream_ns = 9.375 + shift;
+    t->region_handoff_ns = 111.5 + shift;
     t->packed_probe[VX_ISA_AVX2].fam = 0;
     t->packed_probe[VX_ISA_AVX2].m = 1;
     t->packed_probe[VX_ISA_AVX2].ns = 54321.5 + shift;
@@ -254,6 +255,7 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         { "call_ns", want->call_ns, got->call_ns },
         { "line_share_ns", want->line_share_ns, got->line_share_ns },
         { "line_stream_ns", want->line_stream_ns, got->line_stream_ns },
+        { "region_handoff_ns", want->region_handoff_ns, got->region_handoff_ns },
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
@@ -367,6 +369,26 @@ Test(tune, a_file_without_line_stream_keeps_its_default)
               saved.line_share_ns, loaded.line_share_ns);
 }
 
+/* ... and a file without the pool's hand-off reading turns the run-time
+ * class off (0), whatever the defaults say: its wake_warm_ns was timed
+ * as an empty region, against which no reading compares. */
+Test(tune, a_file_without_the_handoff_reading_has_none)
+{
+    vx_tune saved, loaded;
+    distinctive(&saved, 0);
+    char path[600];
+    scratch_path(path, sizeof path, "older.json");
+    save_ok(path, &saved);
+    size_t n;
+    char *text = slurp(path, &n);
+    char *older = edit(text, "\"region_handoff_ns\"", "\"not_read\"");
+    spit(path, older, strlen(older));
+    free(older);
+    free(text);
+    load_ok(path, &loaded);
+    cr_assert_eq(loaded.region_handoff_ns, 0.0, "region_handoff_ns: expected 0, found %g", loaded.region_handoff_ns);
+}
+
 Test(tune, resave_replaces_the_file)
 {
     vx_tune first, second, loaded;
@@ -430,12 +452,13 @@ Test(tune, failed_save_names_the_real_reason)
                   { "mode_call_ns[2]", "mode_call_ns" },
                   { "packed_probe ns", "probe" },
                   { "line_share_ns", "line_share_ns" },
-                  { "line_stream_ns", "line_stream_ns" } };
+                  { "line_stream_ns", "line_stream_ns" },
+                  { "region_handoff_ns", "region_handoff_ns" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
-                            &bad.line_share_ns, &bad.line_stream_ns };
+                            &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -577,6 +600,7 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "line_share_ns 1e300", "77.125", "1e300", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "line_stream_ns negative", "9.375", "-9.375", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "line_stream_ns given as a string", "9.375", "\"9.375\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "region_handoff_ns negative", "111.5", "-111.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "packed_probe ns negative", "54321.5", "-54321.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "packed_probe m beyond the family's tile", "1,\n   54321.5", "99,\n   54321.5",
                         VX_ERR_INVALID_ARG);

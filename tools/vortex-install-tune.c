@@ -105,9 +105,9 @@ static void summary(const vx_tune *t)
            t->wake_ns, t->wake_warm_ns, t->call_ns, t->mode_call_ns[0], t->mode_call_ns[1], t->mode_call_ns[2]);
     printf("cores:     a cache line passed between two %.0f ns; one of many written by one and read by the "
            "other %.1f ns\n"
-           "           (on a virtual machine these move with the host's placement: the pool rescales them at run "
-           "time by its reading of a warm region, against %.0f ns here)\n",
-           t->line_share_ns, t->line_stream_ns, t->wake_warm_ns);
+           "           (on a virtual machine these move with the host's placement: the pool rescales them and the "
+           "warm region at run time by its reading of a region's hand-offs, %.0f ns here)\n",
+           t->line_share_ns, t->line_stream_ns, t->region_handoff_ns);
 }
 
 static bar_state g_gpu_bar;

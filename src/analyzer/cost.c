@@ -185,7 +185,7 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
      * lines streamed between the cores. On two AMD Zen 4 cores, 1 x len x 16
      * ran 340 ns over half its one-thread time at len = 64 (priced 110, the
      * empty region), 830-940 at 1024, 1440 at 2048, 2500-3300 at 4000:
-     * 2 x 99 ns and 9 ns a line here, the tuner's line_share_ns and
+     * 2 x 99 ns and 9 ns a line there, the tuner's line_share_ns and
      * line_stream_ns. 1x61x70 then runs on one thread (0.22-0.24 us against
      * 0.47-0.49 on two; NOTES.md, twenty-second session). */
     const int axpy = p->n == 1 ? p->a_trans : !p->b_trans;

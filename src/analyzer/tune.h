@@ -114,6 +114,10 @@ typedef struct {
     /* ns per line of many that one core writes and another then reads,
      * the transfers overlapping (a K split's partial sums; optional) */
     double line_stream_ns;
+    /* the thread pool's reading of a warm region's hand-offs while
+     * wake_warm_ns was measured: what its run-time readings are compared
+     * with (threadpool.h; optional, 0: none) */
+    double region_handoff_ns;
 } vx_tune;
 
 /* The in-place probe's problem (tune.h, inplace_probe): 9 KiB rows (a

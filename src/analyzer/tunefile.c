@@ -11,7 +11,7 @@
  *                    "stride_stream": ..., "stride_tlb": ... (optional) },  bytes per ns
  *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place],
  *     "inplace_probe_extra": { "avx512": [family, m, ns], ... } (optional), "packed_probe": { ... }
- *     (optional, the same), "line_share_ns": ... (optional), "line_stream_ns": ... (optional) }
+ *     (optional, the same), "line_share_ns": ..., "line_stream_ns": ..., "region_handoff_ns": ... (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -245,10 +245,12 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
             (which ? n.packed_probe : n.inplace_probe)[isa] = (vx_tune_probe){ (int)f, (int)m, ns };
         }
     }
-    /* added after version 2 files were written: optional */
-    static const char *const optional[] = { "line_share_ns", "line_stream_ns" };
-    double *optional_out[] = { &n.line_share_ns, &n.line_stream_ns };
-    for (int i = 0; i < 2; i++) {
+    /* added after version 2 files were written: optional; a file without
+     * the pool's hand-off reading turns the run-time class off (0) */
+    n.region_handoff_ns = 0;
+    static const char *const optional[] = { "line_share_ns", "line_stream_ns", "region_handoff_ns" };
+    double *optional_out[] = { &n.line_share_ns, &n.line_stream_ns, &n.region_handoff_ns };
+    for (int i = 0; i < 3; i++) {
         if (!json_object_get(root, optional[i]))
             continue;
         if (!get_num(root, optional[i], 0, FIXED_MAX, &x)) {
@@ -377,6 +379,8 @@ static const char *non_finite(const vx_tune *t)
         return "line_share_ns";
     if (!isfinite(t->line_stream_ns))
         return "line_stream_ns";
+    if (!isfinite(t->region_handoff_ns))
+        return "region_handoff_ns";
     return NULL;
 }
 
@@ -401,6 +405,7 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
         json_object_set_new(root, "packed_probe", probes_json(t->packed_probe));
         json_object_set_new(root, "line_share_ns", json_real(t->line_share_ns));
         json_object_set_new(root, "line_stream_ns", json_real(t->line_stream_ns));
+        json_object_set_new(root, "region_handoff_ns", json_real(t->region_handoff_ns));
     }
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");

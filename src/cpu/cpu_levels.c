@@ -254,8 +254,9 @@ const vx_cpu_model *vx_cpu_model_get(vx_isa isa)
             free(m);
             m = NULL;
         } else {
-            /* the pool reads a warm region's cost against the one priced */
-            vx_pool_set_region_baseline(m->desc.parallel_ns[1]);
+            /* the pool compares its run-time readings of a warm region's
+             * hand-offs with the one taken when the region was priced */
+            vx_pool_set_region_baseline(vx_tune_active()->region_handoff_ns);
             __atomic_store_n(&g_model[isa], m, __ATOMIC_RELEASE);
         }
     }

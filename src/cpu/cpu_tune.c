@@ -478,6 +478,21 @@ static void empty_task(void *ctx, int tid, int n)
     (void)n;
 }
 
+/* The pool's reading of a warm region's hand-offs (threadpool.h), taken
+ * beside wake_warm_ns as the baseline its run-time readings are compared
+ * with: empty regions until it has one (its clock calibrated, at most
+ * 50 ms), then a thousand more for its median. */
+static void region_handoffs(vx_tune *t, int nt)
+{
+    const double t0 = now_ns();
+    while (vx_pool_region_ns() <= 0 && now_ns() - t0 < 5e7)
+        for (int i = 0; i < 100; i++)
+            vx_pool_run(empty_task, NULL, nt);
+    for (int i = 0; i < 1000; i++)
+        vx_pool_run(empty_task, NULL, nt);
+    t->region_handoff_ns = vx_pool_region_ns();
+}
+
 /* --------------------------------------------------------------- all --- */
 
 typedef struct {
@@ -687,6 +702,8 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
             v[i] = (now_ns() - t0) / 10;
         }
         t->wake_warm_ns = nt > 1 ? vx_tune_median(v, SAMPLES) : 0;
+        if (nt > 1)
+            region_handoffs(t, nt);
         const int wakes = o->quick ? 31 : 101;
         for (int i = 0; i < wakes; i++) {
             const struct timespec gap = { 0, 1000000 }; /* 1 ms: past the spin */

@@ -196,11 +196,11 @@ static void meter_sample(unsigned long long t_pub, unsigned long long t_cdone, u
     const double sample = (double)(start - t_pub) + (double)(t_end - done) + 1.0;
     if (g_meter.ticks_per_ns <= 0) {
         /* Calibrate the TSC against the monotonic clock over the first
-         * ~3 ms of regions: no wait of its own. */
+         * ~0.3-1 ms of regions: no wait of its own. */
         if (g_meter.cal_tsc == 0) {
             g_meter.cal_tsc = __rdtsc();
             g_meter.cal_ns = monotonic_ns();
-        } else if (__rdtsc() - g_meter.cal_tsc > 10000000ull) {
+        } else if (__rdtsc() - g_meter.cal_tsc > 2000000ull) {
             const double dt = monotonic_ns() - g_meter.cal_ns;
             if (dt > 0)
                 g_meter.ticks_per_ns = (double)(__rdtsc() - g_meter.cal_tsc) / dt;
