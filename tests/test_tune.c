@@ -321,21 +321,29 @@ Test(tune, round_trip_keeps_every_value)
 
 /* "stride_tlb" came after version 2 files were written: a file without it
  * loads and keeps the default for it, every other value from the file. */
-Test(tune, a_file_without_stride_tlb_keeps_its_default)
+/* Save a distinctive tuning, take `key` out of the file (renamed to one
+ * nobody reads), and load it back into *loaded; *saved gets what was saved. */
+static void load_without(const char *key, vx_tune *saved, vx_tune *loaded)
 {
-    vx_tune saved, loaded, defaults;
-    distinctive(&saved, 0);
-    char path[600];
+    distinctive(saved, 0);
+    char path[600], quoted[64];
     scratch_path(path, sizeof path, "older.json");
-    save_ok(path, &saved);
+    save_ok(path, saved);
     size_t n;
     char *text = slurp(path, &n);
-    cr_assert_not_null(strstr(text, "\"stride_tlb\""), "the saved file has no \"stride_tlb\"");
-    char *older = edit(text, "\"stride_tlb\"", "\"not_read\"");
+    snprintf(quoted, sizeof quoted, "\"%s\"", key);
+    cr_assert_not_null(strstr(text, quoted), "the saved file has no %s", quoted);
+    char *older = edit(text, quoted, "\"not_read\"");
     spit(path, older, strlen(older));
     free(older);
     free(text);
-    load_ok(path, &loaded);
+    load_ok(path, loaded);
+}
+
+Test(tune, a_file_without_stride_tlb_keeps_its_default)
+{
+    vx_tune saved, loaded, defaults;
+    load_without("stride_tlb", &saved, &loaded);
     memset(&defaults, 0, sizeof defaults);
     vx_tune_defaults(vx_hw(), &defaults);
     cr_assert(close_rel(loaded.bw_stride_tlb, defaults.bw_stride_tlb),
@@ -349,18 +357,7 @@ Test(tune, a_file_without_stride_tlb_keeps_its_default)
 Test(tune, a_file_without_line_stream_keeps_its_default)
 {
     vx_tune saved, loaded, defaults;
-    distinctive(&saved, 0);
-    char path[600];
-    scratch_path(path, sizeof path, "older.json");
-    save_ok(path, &saved);
-    size_t n;
-    char *text = slurp(path, &n);
-    cr_assert_not_null(strstr(text, "\"line_stream_ns\""), "the saved file has no \"line_stream_ns\"");
-    char *older = edit(text, "\"line_stream_ns\"", "\"not_read\"");
-    spit(path, older, strlen(older));
-    free(older);
-    free(text);
-    load_ok(path, &loaded);
+    load_without("line_stream_ns", &saved, &loaded);
     memset(&defaults, 0, sizeof defaults);
     vx_tune_defaults(vx_hw(), &defaults);
     cr_assert(close_rel(loaded.line_stream_ns, defaults.line_stream_ns),
@@ -375,17 +372,7 @@ Test(tune, a_file_without_line_stream_keeps_its_default)
 Test(tune, a_file_without_the_handoff_reading_has_none)
 {
     vx_tune saved, loaded;
-    distinctive(&saved, 0);
-    char path[600];
-    scratch_path(path, sizeof path, "older.json");
-    save_ok(path, &saved);
-    size_t n;
-    char *text = slurp(path, &n);
-    char *older = edit(text, "\"region_handoff_ns\"", "\"not_read\"");
-    spit(path, older, strlen(older));
-    free(older);
-    free(text);
-    load_ok(path, &loaded);
+    load_without("region_handoff_ns", &saved, &loaded);
     cr_assert_eq(loaded.region_handoff_ns, 0.0, "region_handoff_ns: expected 0, found %g", loaded.region_handoff_ns);
 }
 

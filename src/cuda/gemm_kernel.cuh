@@ -692,6 +692,30 @@ struct KernelEntry {
     int sm90a;         /* Hopper family (wgmma_kernel.cuh): compiled for sm_90a only, runs on cc 9.0 alone */
 };
 
+/* Launch kernel over grid with its z slices as one thread-block cluster
+ * (1 x 1 x grid.z; sm_90, grid.z <= 8), p.cluster telling the kernel so:
+ * the split-K slices then reduce in distributed shared memory
+ * (cluster_reduce_store). Both kernel families' cluster entries use it. */
+inline void launch_z_cluster(void (*kernel)(KParams), const KParams &p, dim3 grid, int threads, int smem,
+                             cudaStream_t s)
+{
+    KParams q = p;
+    q.cluster = (int)grid.z;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 1;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = grid.z;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, q);
+}
+
 template <class T, int UNIT, bool AK, bool BKC, int BM, int BN, int BK, int WM, int WN, int STAGES>
 struct Instance {
     using S = Smem<T, UNIT, AK, BKC, BM, BN, BK>;
@@ -708,21 +732,7 @@ struct Instance {
     static constexpr bool CLUSTER_FITS = UNIT == UNIT_TENSOR && BM * (BN + 4) * 4 <= SMEM;
     static void launch_cluster(const KParams &p, dim3 grid, cudaStream_t s)
     {
-        KParams q = p;
-        q.cluster = (int)grid.z;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(THREADS);
-        cfg.dynamicSmemBytes = SMEM;
-        cfg.stream = s;
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = 1;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = grid.z;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-        cudaLaunchKernelEx(&cfg, gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES>, q);
+        launch_z_cluster(gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES>, p, grid, THREADS, SMEM, s);
     }
     static const void *func() { return (const void *)gemm_kernel<T, UNIT, AK, BKC, BM, BN, BK, WM, WN, STAGES>; }
 };

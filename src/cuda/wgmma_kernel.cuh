@@ -265,21 +265,7 @@ struct WgInstance {
     static constexpr bool CLUSTER_FITS = BM * (BN + 4) * 4 <= SMEM;
     static void launch_cluster(const KParams &p, dim3 grid, cudaStream_t s)
     {
-        KParams q = p;
-        q.cluster = (int)grid.z;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(THREADS);
-        cfg.dynamicSmemBytes = SMEM;
-        cfg.stream = s;
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = 1;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = grid.z;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-        cudaLaunchKernelEx(&cfg, wg_gemm_kernel<T, AK, BKC, BM, BN, STAGES, CLUSTER>, q);
+        launch_z_cluster(wg_gemm_kernel<T, AK, BKC, BM, BN, STAGES, CLUSTER>, p, grid, THREADS, SMEM, s);
     }
     static const void *func() { return (const void *)wg_gemm_kernel<T, AK, BKC, BM, BN, STAGES, CLUSTER>; }
 };
