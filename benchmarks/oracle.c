@@ -23,8 +23,8 @@
 #include "analyzer/select.h"
 #include "bench_common.h"
 #include "cpu/cpu_levels.h"
-#include "cpu/threadpool.h"
 #include "cpu/isa.h"
+#include "cpu/threadpool.h"
 #include "vortex/vortex.h"
 
 enum { RANK_MAX = 8192, ALL_IF_AT_MOST = 60, TOP = 20, RANDOM = 20, MAX_SHAPES = 512 };

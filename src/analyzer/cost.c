@@ -190,7 +190,7 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
      * 0.47-0.49 on two; NOTES.md, twenty-second session). */
     const int axpy = p->n == 1 ? p->a_trans : !p->b_trans;
     const double combine =
-        threads > 1 && axpy && vx_gemv_ksplit(d, (int64_t)len, p->k, (int64_t)rows, threads)
+        axpy && vx_gemv_ksplit(d, (int64_t)len, p->k, (int64_t)rows, threads)
             ? (2.0 * d->line_share_ns + d->line_stream_ns * (threads - 1) * rows *
                                             (double)cdiv((int64_t)len * d->elem_bytes, line_bytes(d))) *
                   units_scale(p)
@@ -201,8 +201,7 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
 
 int vx_gemv_ksplit(const vx_device_desc *d, int64_t len, int64_t k, int64_t rows, int threads)
 {
-    return threads > 1 && d->gemv_ksplit_len > 0 && len < threads * d->gemv_ksplit_len &&
-           k >= threads * rows * d->gemv_ksplit_k_per_row;
+    return vx_gemv_ksplit_rule(d->gemv_ksplit_len, d->gemv_ksplit_k_per_row, len, k, rows, threads);
 }
 
 int vx_resident_takes(const vx_device_desc *d, int64_t n, int64_t k)

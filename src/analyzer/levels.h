@@ -228,4 +228,13 @@ static inline int vx_units_state(int warm, int cls) { return (warm ? 1 : 0) | ((
 static inline int vx_units_state_warm(int state) { return state & 1; }
 static inline int vx_units_state_class(int state) { return (((state >> 1) & 15) ^ 8) - 8; }
 
+/* The matrix-vector k split (gemv_ksplit_len above): `units` split k of an
+ * output of len elements in `rows` rows. The one rule the CPU driver runs
+ * (gemv.h's numbers) and the analyzer prices (the desc's). */
+static inline int vx_gemv_ksplit_rule(int64_t split_len, int64_t k_per_row, int64_t len, int64_t k, int64_t rows,
+                                      int units)
+{
+    return units > 1 && split_len > 0 && len < units * split_len && k >= units * rows * k_per_row;
+}
+
 #endif

@@ -82,8 +82,8 @@ void vx_tune_defaults(const vx_hw_info *hw, vx_tune *t)
     t->call_ns = 100.0;
     t->line_share_ns = 60.0; /* a core-to-core transfer on one socket */
     t->line_stream_ns = 6.0;  /* ... and one of many in flight (AMD Zen 4: 9 of 99) */
-    t->region_handoff_ns = 400.0; /* the pool's reading of an empty region's hand-offs (AMD Zen 4: 70-90 where
-                                     wake_warm_ns read 80-110; the default is as cautious as wake_warm_ns) */
+    t->region_handoff_ns = 400.0; /* the pool's reading of the same regions' hand-offs (AMD Zen 4: 70-110
+                                     where wake_warm_ns read 80-146), in proportion to this wake_warm_ns */
     t->mode_call_ns[0] = 250.0;
     t->mode_call_ns[1] = 150.0;
     t->mode_call_ns[2] = 100.0;

@@ -786,10 +786,10 @@ static void gemv_task(void *ctx, int tid, int nthreads)
 }
 
 /* Whether splitting k among the threads beats splitting y (gemv.h,
- * VX_GEMV_KSPLIT_LEN). */
+ * VX_GEMV_KSPLIT_LEN; the analyzer prices the same rule). */
 static int ksplit_pays(int64_t len, int64_t k, int rows, int threads)
 {
-    return len < (int64_t)threads * VX_GEMV_KSPLIT_LEN && k >= (int64_t)threads * rows * VX_GEMV_KSPLIT_K_PER_ROW;
+    return vx_gemv_ksplit_rule(VX_GEMV_KSPLIT_LEN, VX_GEMV_KSPLIT_K_PER_ROW, len, k, rows, threads);
 }
 
 /* Splits y over the threads in multiples of the kernel's step, or k where

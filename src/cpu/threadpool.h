@@ -44,7 +44,7 @@ extern atomic_int vx_pool_warm_flag; /* kept by threadpool.c */
 static inline int vx_pool_warm(void) { return atomic_load_explicit(&vx_pool_warm_flag, memory_order_relaxed); }
 
 /* What a region with spinning workers costs now against the install-time
- * measurement the backend gave (vx_pool_set_region_baseline), as the class
+ * reading the backend gave (vx_pool_set_region_baseline), as the class
  * of analyzer/levels.h's vx_units_state: about 2^class times. The pool
  * times every such region's hand-offs (the workers' start after the caller
  * publishes it, the caller's wait after the last one ends; the tasks
@@ -63,7 +63,8 @@ static inline int vx_pool_state(void)
     return vx_units_state(vx_pool_warm(), atomic_load_explicit(&vx_pool_class_flag, memory_order_relaxed));
 }
 
-/* The install-time cost of a warm region, ns (0: none, the class stays 0). */
+/* The reading of a warm region's hand-offs that vortex-install-tune took
+ * beside the warm region it priced, ns (0: none, the class stays 0). */
 void vx_pool_set_region_baseline(double ns);
 
 /* The pool's current reading of a warm region's hand-offs, ns (0 before
