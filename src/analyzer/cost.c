@@ -33,6 +33,29 @@ static inline int64_t cdiv(int64_t a, int64_t b)
     return q + (q * b < a);
 }
 
+/* 1/b for the small divisors the search meets most (tile heights and
+ * widths, grid sides): a multiply, where a division by the tile's side was
+ * the largest single share of a search (14 % by perf). */
+#define VX_RECIP4(b) 1.0 / (b), 1.0 / ((b) + 1), 1.0 / ((b) + 2), 1.0 / ((b) + 3)
+#define VX_RECIP16(b) VX_RECIP4(b), VX_RECIP4((b) + 4), VX_RECIP4((b) + 8), VX_RECIP4((b) + 12)
+static const double recip_small[129] = { 0.0,
+                                         VX_RECIP16(1),  VX_RECIP16(17), VX_RECIP16(33), VX_RECIP16(49),
+                                         VX_RECIP16(65), VX_RECIP16(81), VX_RECIP16(97), VX_RECIP16(113) };
+#undef VX_RECIP16
+#undef VX_RECIP4
+
+/* cdiv for b in 1..128 through recip_small. Exact for a < 2^40: then a/b
+ * is either whole, and the rounded product is at most one below it, which
+ * the correction restores, or at least 1/b from a whole number, far more
+ * than the product's error, so truncation floors it. Otherwise cdiv. */
+static inline int64_t cdiv_small(int64_t a, int64_t b)
+{
+    if (b < 1 || b > 128 || a >= ((int64_t)1 << 40))
+        return cdiv(a, b);
+    const int64_t q = (int64_t)((double)a * recip_small[b]);
+    return q + (q * b < a);
+}
+
 static inline double dmax(double a, double b) { return a > b ? a : b; }
 static inline double dmin(double a, double b) { return a < b ? a : b; }
 
@@ -364,7 +387,34 @@ typedef struct {
     int a_far;          /* A's home is beyond the second level (L3 or DRAM) */
     double copy_b;      /* ns per element of B copied (rate or read, the slower) */
     double copy_a;      /* ns per element of A copied (cell_rates: per tile height) */
+    int64_t packed_a_rows; /* the tallest tile a packed plan reads A in place for (packed_a_rows_max) */
+    int a_packed_in_place; /* the cell's tiles do (cell_rates) */
 } grid_ctx;
+
+/* Whether A is a matrix whose unit-stride rows a tile reads in place side
+ * by side, k elements apart as a call with lda = k lays them (a transposed
+ * A's rows are adjacent; a convolution's patches are runs of adjacent
+ * pixels). */
+static inline int a_rows_apart(const vx_problem *p)
+{
+    return p->a_in_place_ok && !p->a_trans && p->a_seg <= 0 && p->a_run <= 0;
+}
+
+/* The tallest tile for which a packed plan reads A's block in place
+ * rather than copying it (0: none): A's rows apart (above), the tile short
+ * enough (gemm.c, reads_a_in_place, through vx_packed_a_in_place_ok). The
+ * block then streams from L2 into the kernels like a copied one; what is
+ * left of the copy is the first read of each block from A's home, priced
+ * like an in-place plan's (on top of the kernels, which wait for it).
+ * Depends on the problem only: worked out per grid, not per tile. */
+static int64_t packed_a_rows_max(const vx_device_desc *d, const vx_problem *p)
+{
+    const vx_mem_level *L1 = &d->mem[0];
+    if (!a_rows_apart(p) || p->k < VX_PACKED_A_IN_PLACE_MIN_K)
+        return 0;
+    const int64_t held = vx_rows_held((int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+    return held < VX_PACKED_A_IN_PLACE_MAX_ROWS ? held : VX_PACKED_A_IN_PLACE_MAX_ROWS;
+}
 
 /* What depends on the grid only: the fixed cost and the levels the
  * operands live in. A unit reads its share of each operand (the rows of A
@@ -400,45 +450,27 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
     const double b_read = e * x->b_home;
     x->copy_b = x->b_home_last ? copy_b_ns(d, p) + b_read : dmax(copy_b_ns(d, p), b_read);
     x->copy_a = 0;
-}
-
-/* Whether A is a matrix whose unit-stride rows a tile reads in place side
- * by side, k elements apart as a call with lda = k lays them (a transposed
- * A's rows are adjacent; a convolution's patches are runs of adjacent
- * pixels). */
-static inline int a_rows_apart(const vx_problem *p)
-{
-    return p->a_in_place_ok && !p->a_trans && p->a_seg <= 0 && p->a_run <= 0;
-}
-
-/* Whether a packed plan with tiles of m0 rows reads A's block in place
- * rather than copying it: A's rows apart (above), the tile short enough
- * (gemm.c, reads_a_in_place). The block then streams from L2 into the
- * kernels like a copied one; what is left of the copy is the first read of
- * each block from A's home, priced like an in-place plan's (on top of the
- * kernels, which wait for it). */
-static inline int packed_a_in_place(const vx_device_desc *d, const vx_problem *p, int m0)
-{
-    const vx_mem_level *L1 = &d->mem[0];
-    return a_rows_apart(p) &&
-           vx_packed_a_in_place_ok(m0, p->k, (int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+    x->packed_a_rows = packed_a_rows_max(d, p);
+    x->a_packed_in_place = 0;
 }
 
 /* The load mode whose measured L0 rates a plan's kernels run at: a packed
  * plan that reads A in place runs the strided-A kernels (as_bp), whose
  * calls cost more than the packed ones' for short tiles (1.5 -> 5.8 ns a
- * call for 3x48 on AMD Zen 5) and whose k steps cost more for tall ones. */
-static inline int rate_mode(const vx_device_desc *d, const vx_problem *p, int m0, int mode)
+ * call for 3x48 on AMD Zen 5) and whose k steps cost more for tall ones.
+ * x: the cell, after cell_rates. */
+static inline int rate_mode(const grid_ctx *x, int mode)
 {
-    return mode == VX_LOAD_COPY_AB && packed_a_in_place(d, p, m0) ? VX_LOAD_COPY_B : mode;
+    return mode == VX_LOAD_COPY_AB && x->a_packed_in_place ? VX_LOAD_COPY_B : mode;
 }
 
-/* What depends on the tile's height: the rate A is copied at (where the
- * packed path reads it in place, the rate it is read from home). */
+/* What depends on the tile's height: whether a packed plan reads A in
+ * place, and the rate A is copied at (where it does, the rate it is read
+ * from home). */
 static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, grid_ctx *x)
 {
-    x->copy_a = packed_a_in_place(d, p, m0) ? d->elem_bytes * x->a_home
-                                            : copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
+    x->a_packed_in_place = m0 <= x->packed_a_rows;
+    x->copy_a = x->a_packed_in_place ? d->elem_bytes * x->a_home : copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
 }
 
 /* An L0 tile's row and column tiles of the problem and the height of its
@@ -453,23 +485,23 @@ static void tile_of(const vx_problem *p, int m0, int n0, tile_pre *T)
 {
     T->m0 = m0;
     T->n0 = n0;
-    T->R = cdiv(p->m, m0);
-    T->C = cdiv(p->n, n0);
+    T->R = cdiv_small(p->m, m0);
+    T->C = cdiv_small(p->n, n0);
     T->r_last = p->m - (T->R - 1) * m0;
     T->row_k = 0;
 }
 
 /* Row and column tiles per cell of grid g: cdiv(R, tm) x cdiv(C, tn). */
-static inline int64_t cell_rows(const tile_pre *T, vx_l2_cand g) { return g.tm == 1 ? T->R : cdiv(T->R, g.tm); }
-static inline int64_t cell_cols(const tile_pre *T, vx_l2_cand g) { return g.tn == 1 ? T->C : cdiv(T->C, g.tn); }
+static inline int64_t cell_rows(const tile_pre *T, vx_l2_cand g) { return cdiv_small(T->R, g.tm); }
+static inline int64_t cell_cols(const tile_pre *T, vx_l2_cand g) { return cdiv_small(T->C, g.tn); }
 
-/* The largest cell of grid g over tile T (g no larger than T's tiles): its
- * rows and columns, column tiles, and full and short row tiles, without a
- * division (a cell that reaches the last row tile ends with the problem's
- * last rows). grid_common must have filled x for g's unit count. */
-static void cell_of(const tile_pre *T, vx_l2_cand g, const vx_problem *p, grid_ctx *x)
+/* The largest cell over tile T of a grid whose cells hold rcell x ccell
+ * tiles (cell_rows, cell_cols): its rows and columns, column tiles, and
+ * full and short row tiles, without a division (a cell that reaches the
+ * last row tile ends with the problem's last rows). grid_common must have
+ * filled x for the grid's unit count. */
+static void cell_of(const tile_pre *T, int64_t rcell, int64_t ccell, const vx_problem *p, grid_ctx *x)
 {
-    const int64_t rcell = cell_rows(T, g), ccell = cell_cols(T, g);
     const int last_full = T->r_last == T->m0;
     x->m_c = rcell < T->R ? rcell * T->m0 : p->m;
     x->n_c = ccell < T->C ? ccell * T->n0 : p->n;
@@ -488,7 +520,7 @@ static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int 
         return 0;
     grid_common(d, p, g, x);
     cell_rates(d, p, m0, x);
-    cell_of(&T, g, p, x);
+    cell_of(&T, cell_rows(&T, g), cell_cols(&T, g), p, x);
     return 1;
 }
 
@@ -841,7 +873,7 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
         return -1;
     const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
     return x.fixed +
-           price_cell(d, p, F, t->m, b, kb, KB, cell_l0_time(F, rate_mode(d, p, t->m, b->mode), t->m, &x, p->k, KB),
+           price_cell(d, p, F, t->m, b, kb, KB, cell_l0_time(F, rate_mode(&x, b->mode), t->m, &x, p->k, KB),
                       &x);
 }
 
@@ -914,7 +946,7 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
     mode_lb r = { 0 };
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
-    const tiles_parts t = tiles_split(F->rate[rate_mode(d, p, m0, mode)], m0, x->full, x->rem, x->cols, p->k);
+    const tiles_parts t = tiles_split(F->rate[rate_mode(x, mode)], m0, x->full, x->rem, x->cols, p->k);
     r.per_kb = t.o;
     r.steps = t.p;
     r.compute1 = mode_compute(&r, r.kb_least);
@@ -992,6 +1024,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
     enum { STACK_GROUPS = 64, STACK_TILES = 32, STACK_GRIDS = 16 };
     double stack_lb[STACK_GROUPS];
     int stack_id[STACK_GROUPS];
+    int64_t stack_cells[2 * STACK_GROUPS];
     tile_pre stack_tiles[STACK_TILES];
     grid_pre stack_grids[STACK_GRIDS];
     int considered = 0, nout = 0, ng = 0, ngrids = 0, q = 0;
@@ -1002,9 +1035,11 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
     const int need = c->n2 * c->n0;
     double *lbs = need <= STACK_GROUPS ? stack_lb : malloc(sizeof *lbs * (size_t)need);
     int *ids = need <= STACK_GROUPS ? stack_id : malloc(sizeof *ids * (size_t)need);
+    /* each group's cell in tiles, rows and columns, by grid and tile */
+    int64_t *cells = need <= STACK_GROUPS ? stack_cells : malloc(sizeof *cells * 2 * (size_t)need);
     tile_pre *tiles = c->n0 <= STACK_TILES ? stack_tiles : malloc(sizeof *tiles * (size_t)c->n0);
     grid_pre *grids = c->n2 <= STACK_GRIDS ? stack_grids : malloc(sizeof *grids * (size_t)c->n2);
-    int ok = lbs && ids && tiles && grids;
+    int ok = lbs && ids && cells && tiles && grids;
     if (!ok)
         goto done;
     /* Per tile: row and column tiles of the problem and the least time per
@@ -1041,11 +1076,15 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
             const tile_pre *T = &tiles[i];
             if (G.tm > T->R || G.tn > T->C)
                 continue;
-            lbs[ng] = group_floor(T, P, cell_rows(T, G), cell_cols(T, G), p);
+            int64_t *cell = &cells[2 * ((size_t)ngrids * (size_t)c->n0 + (size_t)i)];
+            cell[0] = cell_rows(T, G);
+            cell[1] = cell_cols(T, G);
+            lbs[ng] = group_floor(T, P, cell[0], cell[1], p);
             ids[ng] = ngrids << 16 | i; /* n0 is a few dozen at most */
             q = lbs[ng] < lbs[q] ? ng : q; /* the first to visit (ties: the tables' order) */
-            considered += c->l1_count[i]; /* each group is either visited or beaten */
             ng++;
+            if (considered_out)
+                considered += c->l1_count[i]; /* each group is either visited or beaten */
         }
         ngrids++;
     }
@@ -1090,9 +1129,9 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         const int i = id & 0xFFFF;
         const grid_pre *P = &grids[id >> 16];
         const tile_pre *T = &tiles[i];
-        const vx_l2_cand G = c->l2[P->g];
+        const int64_t *tiles_in = &cells[2 * ((size_t)(id >> 16) * (size_t)c->n0 + (size_t)i)];
         grid_ctx cell = P->x;
-        cell_of(T, G, p, &cell);
+        cell_of(T, tiles_in[0], tiles_in[1], p, &cell);
         cell_rates(d, p, T->m0, &cell);
         const grid_ctx *x = &cell;
         const vx_l0_cand *t = &c->l0[i];
@@ -1174,6 +1213,8 @@ done:
         free(lbs);
     if (ids != stack_id)
         free(ids);
+    if (cells != stack_cells)
+        free(cells);
     if (tiles != stack_tiles)
         free(tiles);
     if (grids != stack_grids)
@@ -1230,7 +1271,7 @@ double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, 
     const vx_l0_family *F = &d->fam[fam];
     const vx_l1_cand b = { .mode = VX_LOAD_COPY_AB, .kc = (int32_t)k, .mc = (int32_t)((M + m - 1) / m * m),
                            .nc = (int32_t)p.n };
-    const double compute = cell_l0_time(F, rate_mode(d, &p, m, VX_LOAD_COPY_AB), m, &x, p.k, 1);
+    const double compute = cell_l0_time(F, rate_mode(&x, VX_LOAD_COPY_AB), m, &x, p.k, 1);
     vx_device_desc dd = *d;
     dd.packed_extra = 0;
     const double priced = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_COPY_AB];
