@@ -1066,6 +1066,50 @@ VT_ISA_TEST(cost, in_place_tiles_no_taller_than_the_l1_holds_a_rows, TMO)
     cr_assert(tall > 0 && short_ > 0, "%d tall and %d short in-place candidates: nothing compared", tall, short_);
 }
 
+/* A convolution's patches read in place (NHWC) are output pixels whose
+ * input pixels lie stride_w * c floats apart (a_pitch): a tile reads them
+ * side by side as it reads a plain A's rows, and holds no more of them than
+ * the L1's sets keep at that stride (without the plain rows' slack: cost.c,
+ * a_rows_max). Unbounded, ResNet-50's 1x1 stride-2 projection from 512
+ * channels ran 14-row tiles at 0.75x the speed of 7-row ones on AMD Zen 4
+ * (8-way L1). */
+VT_ISA_TEST(cost, in_place_patches_no_taller_than_the_l1_holds_their_pixels, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const vx_mem_level *L1 = &d.mem[0];
+    if (L1->ways <= 0 || L1->way_bytes <= 0) {
+        vx_candidates_free(&c);
+        cr_skip_test("skipped: this machine's first-level set geometry is unknown");
+    }
+    const int safe = L1->ways; /* rows a way's bytes apart: each in the same set */
+    const int g12 = grid_of(&c, 1, 2);
+    const int64_t k = 512; /* one 1x1 tap of 512 channels: one segment */
+    int tall = 0, short_ = 0;
+    for (int j = 0; j < c.n1; j++) {
+        if (c.l1[j].mode != VX_LOAD_COPY_B) /* the in-place patches' mode (pack_b) */
+            continue;
+        const vx_l0_cand *t = &c.l0[c.l1[j].l0];
+        vx_problem alias = {.m = 4096, .n = 2 * d.fam[t->fam].n, .k = k, .a_in_place_ok = 1, .a_seg = k,
+                            .a_row = 14, .a_pitch = L1->way_bytes / d.elem_bytes};
+        vx_problem spread = alias;
+        spread.a_pitch = 17;
+        const double pa = vx_cost_price(&d, &c, &alias, j, g12), ps = vx_cost_price(&d, &c, &spread, j, g12);
+        cr_assert(ps > 0, "candidate %d (%dx%d) over pixels 68 bytes apart: price %g", j, t->m, d.fam[t->fam].n, ps);
+        if (t->m <= safe) {
+            cr_assert(pa > 0, "candidate %d (%d rows) over pixels a way apart: price %g", j, t->m, pa);
+            short_++;
+        } else {
+            cr_assert(pa < 0, "candidate %d (%d rows) read pixels a way apart in place, %d held: priced %g", j,
+                      t->m, safe, pa);
+            tall++;
+        }
+    }
+    vx_candidates_free(&c);
+    cr_assert(tall > 0 && short_ > 0, "%d tall and %d short in-place candidates: nothing compared", tall, short_);
+}
+
 /* The units' state word (levels.h, vx_units_state): a plain 0 or 1 is
  * class 0, and every class in -8..7 comes back with either warm bit. */
 Test(units_state, encodes_warm_and_class)

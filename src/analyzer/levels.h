@@ -206,6 +206,9 @@ typedef struct {
     int64_t a_edge_rows;       /* ... a_edge_rows of an image's rows of a_row pixels reach
                                   into the padding (each piece of the map is tiled as
                                   vx_conv_piece_way picks, conv_plan.h) */
+    int64_t a_pitch;           /* > 0: A's segments in place have rows this many elements apart
+                                  (a convolution's pixels: stride_w * c), which a tile reads side
+                                  by side as it reads a plain A's rows k apart */
     double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the

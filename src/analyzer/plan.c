@@ -33,6 +33,7 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->a_edge = s->a_edge;
     p->a_img = s->a_img;
     p->a_edge_rows = s->a_edge_rows;
+    p->a_pitch = s->a_pitch;
     p->a_kfrac = s->a_kfrac;
     p->b_kfrac = s->b_kfrac;
     p->units_warm = vx_units_state_warm(s->pool_warm);
@@ -116,7 +117,7 @@ int64_t vx_shape_geometry_key(const vx_gemm_shape *s)
     const uint64_t h = (uint64_t)s->a_seg ^ ((uint64_t)s->a_run << 24) ^ ((uint64_t)s->b_run << 40) ^
                        ((uint64_t)s->a_row << 48) ^ ((uint64_t)s->a_edge << 58) ^ ((uint64_t)s->a_img << 36) ^
                        ((uint64_t)s->a_edge_rows << 4) ^ ((uint64_t)(s->a_kfrac * 65536.0) << 8) ^
-                       ((uint64_t)(s->b_kfrac * 65536.0) << 30);
+                       ((uint64_t)(s->b_kfrac * 65536.0) << 30) ^ ((uint64_t)s->a_pitch << 14);
     return (int64_t)(h & INT64_MAX);
 }
 

@@ -39,6 +39,7 @@ typedef struct {
     double b_kfrac;       /* in (0, 1): ... and only this fraction of B's rows copied */
     int64_t a_img;        /* > 0: A in place comes in images of a_img rows, a_edge_rows */
     int64_t a_edge_rows;  /* of whose rows of a_row reach into padding (see levels.h) */
+    int64_t a_pitch;      /* > 0: A in place (segments) has rows this many elements apart */
 } vx_gemm_shape;
 
 typedef struct {
