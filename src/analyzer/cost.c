@@ -479,6 +479,9 @@ typedef struct {
     int64_t R, C, r_last;
     int m0, n0;
     double row_k;       /* the tile's least time per row of a column tile, all of k (group_floor) */
+    double full_k, last_k; /* plain problems: the least time of a full tile and of the last row
+                              tile (r_last rows) over all of k, over the modes allowed
+                              (group_floor); INFINITY: no mode */
 } tile_pre;
 
 static void tile_of(const vx_problem *p, int m0, int n0, tile_pre *T)
@@ -919,11 +922,18 @@ typedef struct {
  * overlap the kernels; a convolution's in-place patches do overlap, so
  * there only B's copy counts). */
 static inline double group_floor(const tile_pre *T, const grid_pre *P, int64_t rcell, int64_t ccell,
-                                 const vx_problem *p)
+                                 const vx_problem *p, int plain)
 {
     const double m_c = rcell < T->R ? (double)(rcell * T->m0) : (double)p->m;
     const double n_c = ccell < T->C ? (double)(ccell * T->n0) : (double)p->n;
-    return P->x.fixed + (double)ccell * m_c * T->row_k + m_c * P->a_row_read + n_c * P->b_row_read;
+    double compute = (double)ccell * m_c * T->row_k;
+    if (plain) { /* the cell's own full and short tiles (cell_of) at their least rates */
+        const int last_full = T->r_last == T->m0;
+        const double full = (double)(rcell < T->R ? rcell : T->R - 1 + last_full);
+        const double last = rcell < T->R || last_full ? 0.0 : T->last_k;
+        compute = (double)ccell * (full * T->full_k + last);
+    }
+    return P->x.fixed + compute + m_c * P->a_row_read + n_c * P->b_row_read;
 }
 
 /* A mode's bound (mode_bound) in parts, so that each L1 candidate's own
@@ -1063,17 +1073,37 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
     double k_least = (double)p->k;
     if (p->a_kfrac > 0 && p->a_kfrac < 1)
         k_least = dmax(1.0, k_least * p->a_kfrac - 1.0);
+    /* A plain problem (no tap segments or pixel rows) also takes each
+     * tile's least time over the load modes it allows, at the full tile's
+     * and the last tile's own heights, one k block (mode_bound's compute):
+     * the least rate per row over all modes and heights left 70 % of the
+     * groups visited beaten by every mode's bound, whose compute alone was
+     * 3 % above the floor. */
+    const int plain = p->a_seg <= 0 && p->a_row <= 0;
+    const int64_t rows_max = a_rows_max(d, p); /* the in-place modes' tallest tile */
+    const int64_t packed_rows = packed_a_rows_max(d, p);
     for (int i = 0; i < c->n0; i++) {
         tile_pre *T = &tiles[i];
         tile_of(p, c->l0[i].m, d->fam[c->l0[i].fam].n, T);
         T->row_k = k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0;
+        if (!plain)
+            continue;
+        const vx_l0_family *F = &d->fam[c->l0[i].fam];
+        const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
+        T->full_k = T->last_k = INFINITY;
+        for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
+            if (run[mode + 1] == run[mode] || !tile_mode_ok(p, T->m0, mode, rows_max))
+                continue;
+            const vx_rate *r = F->rate[mode == VX_LOAD_COPY_AB && T->m0 <= packed_rows ? VX_LOAD_COPY_B : mode];
+            T->full_k = dmin(T->full_k, (double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * (double)p->k);
+            T->last_k = dmin(T->last_k, (double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * (double)p->k);
+        }
     }
     /* Per grid that fits: what every plan pays to read A and B from home
      * (a convolution's in-place patches overlap their reads: only B's copy
      * of the taps in use counts). */
     const double e = d->elem_bytes;
     const int conv_in_place = p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B);
-    const int64_t rows_max = a_rows_max(d, p); /* the in-place modes' tallest tile */
     const double b_k = conv_in_place ? b_copied_k(p, VX_LOAD_COPY_B) : (double)p->k;
     for (int g = 0; g < c->n2; g++) {
         const vx_l2_cand G = c->l2[g];
@@ -1093,7 +1123,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
             int64_t *cell = &cells[2 * ((size_t)ngrids * (size_t)c->n0 + (size_t)i)];
             cell[0] = cell_rows(T, G);
             cell[1] = cell_cols(T, G);
-            lbs[ng] = group_floor(T, P, cell[0], cell[1], p);
+            lbs[ng] = group_floor(T, P, cell[0], cell[1], p, plain);
             ids[ng] = ngrids << 16 | i; /* n0 is a few dozen at most */
             q = lbs[ng] < lbs[q] ? ng : q; /* the first to visit (ties: the tables' order) */
             ng++;
