@@ -88,8 +88,9 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
          * tap's c/groups */
         v->shape.a_seg = v->pointwise ? 0 : p->dilation_w == 1 && p->groups == 1 ? p->s * v->cg : v->cg;
         /* in place, a tile's rows are output pixels of one row: input
-         * pixels stride_w * c floats apart */
-        v->shape.a_pitch = v->pointwise ? 0 : p->stride_w * p->c;
+         * pixels stride_w * c floats apart (saturated: valid calls may
+         * have sizes whose product no call could allocate) */
+        v->shape.a_pitch = v->pointwise ? 0 : p->c <= INT64_MAX / p->stride_w ? p->stride_w * p->c : INT64_MAX;
         /* copied, a row's contiguous runs: a filter row's s*c channels with
          * one group and dilation 1 (cut at VX_CONV_GATHER_RUN_MAX), else one tap's
          * (conv_gather.c) */

@@ -867,7 +867,8 @@ static int64_t a_rows_max(const vx_device_desc *d, const vx_problem *p)
     if (a_rows_apart(p))
         return vx_in_place_a_rows_max((int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
     if (p->a_in_place_ok && p->a_seg > 0 && p->a_pitch > 0) {
-        const int64_t held = vx_rows_held((int64_t)d->elem_bytes * p->a_pitch, L1->ways, L1->way_bytes, L1->line);
+        const int64_t e = d->elem_bytes, bytes = p->a_pitch <= INT64_MAX / e ? e * p->a_pitch : INT64_MAX;
+        const int64_t held = vx_rows_held(bytes, L1->ways, L1->way_bytes, L1->line);
         return held > 0 ? held : INT64_MAX;
     }
     return INT64_MAX;
