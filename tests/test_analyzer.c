@@ -1000,6 +1000,19 @@ VT_ISA_TEST(cost, k_blocks_beyond_the_tlbs_sets_pay_the_tlb_rate, TMO)
               "%g -> %g ns", n_fast, n_slow);
 }
 
+/* two_unit_model, and its first level, whose set geometry the in-place
+ * bounds read: the test is skipped where the machine does not tell it. */
+static const vx_mem_level *two_unit_model_with_l1_sets(vx_isa isa, vx_device_desc *d, vx_candidates *c)
+{
+    two_unit_model(isa, d, c);
+    const vx_mem_level *L1 = &d->mem[0];
+    if (L1->ways <= 0 || L1->way_bytes <= 0) {
+        vx_candidates_free(c);
+        cr_skip_test("skipped: this machine's first-level set geometry is unknown");
+    }
+    return L1;
+}
+
 /* A tile reading a plain A in place reads one element of each of its rows
  * per k step; rows a multiple of a way apart share one set of the first
  * level, which then holds no more of them than it has ways. Taller tiles
@@ -1011,12 +1024,7 @@ VT_ISA_TEST(cost, in_place_tiles_no_taller_than_the_l1_holds_a_rows, TMO)
 {
     vx_device_desc d;
     vx_candidates c;
-    two_unit_model(vt_isa, &d, &c);
-    const vx_mem_level *L1 = &d.mem[0];
-    if (L1->ways <= 0 || L1->way_bytes <= 0) {
-        vx_candidates_free(&c);
-        cr_skip_test("skipped: this machine's first-level set geometry is unknown");
-    }
+    const vx_mem_level *L1 = two_unit_model_with_l1_sets(vt_isa, &d, &c);
     const int safe = L1->ways - VX_IN_PLACE_A_ROW_SLACK;
     int families_checked = 0;
     for (int f = 0; f < d.nfamilies; f++) {
@@ -1077,12 +1085,7 @@ VT_ISA_TEST(cost, in_place_patches_no_taller_than_the_l1_holds_their_pixels, TMO
 {
     vx_device_desc d;
     vx_candidates c;
-    two_unit_model(vt_isa, &d, &c);
-    const vx_mem_level *L1 = &d.mem[0];
-    if (L1->ways <= 0 || L1->way_bytes <= 0) {
-        vx_candidates_free(&c);
-        cr_skip_test("skipped: this machine's first-level set geometry is unknown");
-    }
+    const vx_mem_level *L1 = two_unit_model_with_l1_sets(vt_isa, &d, &c);
     const int safe = L1->ways; /* rows a way's bytes apart: each in the same set */
     const int g12 = grid_of(&c, 1, 2);
     const int64_t k = 512; /* one 1x1 tap of 512 channels: one segment */
