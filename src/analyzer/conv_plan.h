@@ -37,8 +37,16 @@ enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLA
  * stacked tiles read rows a map row or an image apart, which the rates
  * (measured on nearby rows) do not price; a 250x125 piece of a 1x1 stride-2
  * conv (1x49x499x499, 47 filters) priced 0.05 % cheaper down its columns
- * ran 1.46x the time so. */
+ * ran 1.46x the time so. For the same reason narrower pieces stack only
+ * where stacking prices at most VX_PIECE_STACK_MARGIN of the way along
+ * their rows: ResNet-50's c3 3x3 stride-2 layer at batch 1, its 27-pixel
+ * interior cut 14 rows tall by a 2 x 1 grid, stacked 14-row tiles down the
+ * columns (priced 3 % under 14 + 13 along the rows) whose pixels lay 56 KiB
+ * apart, all in one L1 set, and ran 1.3x the time of the same plan with w
+ * = 55 (AMD Zen 4). One-pixel edge columns, where stacking replaces
+ * one-row tiles, stack still. */
 enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
+#define VX_PIECE_STACK_MARGIN 0.9
 
 static inline double vx_conv_tile_cost(int64_t m, int64_t mr, const vx_rate *rate)
 {
@@ -59,9 +67,10 @@ static inline int vx_conv_piece_way(int64_t len, int64_t rows, int64_t imgs, int
     const double across =
         imgs >= 2 ? (double)(rows * len) * ((double)(imgs / mr) * full + vx_conv_tile_cost(imgs % mr, mr, rate))
                   : -1.0;
-    if (across >= 0 && across < along && across < down)
+    const double stack_below = VX_PIECE_STACK_MARGIN * along;
+    if (across >= 0 && across <= stack_below && across < down)
         return VX_PIECE_ACROSS;
-    return along <= down ? VX_PIECE_ALONG : VX_PIECE_DOWN;
+    return down <= stack_below ? VX_PIECE_DOWN : VX_PIECE_ALONG;
 }
 
 /* Longest contiguous run the NHWC patch gather copies at once (conv_gather.c;
