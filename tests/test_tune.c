@@ -12,6 +12,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,8 +320,6 @@ Test(tune, round_trip_keeps_every_value)
     cr_assert_str_empty(left, "expected no temporary file left in %s after saving, found %s", dir, left);
 }
 
-/* "stride_tlb" came after version 2 files were written: a file without it
- * loads and keeps the default for it, every other value from the file. */
 /* Save a distinctive tuning, take `key` out of the file (renamed to one
  * nobody reads), and load it back into *loaded; *saved gets what was saved. */
 static void load_without(const char *key, vx_tune *saved, vx_tune *loaded)
@@ -340,30 +339,37 @@ static void load_without(const char *key, vx_tune *saved, vx_tune *loaded)
     load_ok(path, loaded);
 }
 
-Test(tune, a_file_without_stride_tlb_keeps_its_default)
+/* load_without(key): the value the key held (the double at offset
+ * `missing` of vx_tune) keeps its default, and another (at `kept`) comes
+ * from the file. */
+static void expect_default_without(const char *key, size_t missing, const char *missing_name, size_t kept,
+                                   const char *kept_name)
 {
     vx_tune saved, loaded, defaults;
-    load_without("stride_tlb", &saved, &loaded);
+    load_without(key, &saved, &loaded);
     memset(&defaults, 0, sizeof defaults);
     vx_tune_defaults(vx_hw(), &defaults);
-    cr_assert(close_rel(loaded.bw_stride_tlb, defaults.bw_stride_tlb),
-              "bw_stride_tlb: expected the default %g, found %g", defaults.bw_stride_tlb, loaded.bw_stride_tlb);
-    cr_assert(close_rel(loaded.bw_dram_all, saved.bw_dram_all), "bw_dram_all: expected %g from the file, found %g",
-              saved.bw_dram_all, loaded.bw_dram_all);
+#define FIELD(t, off) (*(const double *)((const char *)&(t) + (off)))
+    cr_assert(close_rel(FIELD(loaded, missing), FIELD(defaults, missing)), "%s: expected the default %g, found %g",
+              missing_name, FIELD(defaults, missing), FIELD(loaded, missing));
+    cr_assert(close_rel(FIELD(loaded, kept), FIELD(saved, kept)), "%s: expected %g from the file, found %g",
+              kept_name, FIELD(saved, kept), FIELD(loaded, kept));
+#undef FIELD
 }
 
-/* "line_stream_ns" came later still: a file written before it keeps the
- * default for it, every other value from the file. */
+/* "stride_tlb" came after version 2 files were written: a file without it
+ * loads and keeps the default for it, every other value from the file. */
+Test(tune, a_file_without_stride_tlb_keeps_its_default)
+{
+    expect_default_without("stride_tlb", offsetof(vx_tune, bw_stride_tlb), "bw_stride_tlb",
+                           offsetof(vx_tune, bw_dram_all), "bw_dram_all");
+}
+
+/* "line_stream_ns" came later still: likewise. */
 Test(tune, a_file_without_line_stream_keeps_its_default)
 {
-    vx_tune saved, loaded, defaults;
-    load_without("line_stream_ns", &saved, &loaded);
-    memset(&defaults, 0, sizeof defaults);
-    vx_tune_defaults(vx_hw(), &defaults);
-    cr_assert(close_rel(loaded.line_stream_ns, defaults.line_stream_ns),
-              "line_stream_ns: expected the default %g, found %g", defaults.line_stream_ns, loaded.line_stream_ns);
-    cr_assert(close_rel(loaded.line_share_ns, saved.line_share_ns), "line_share_ns: expected %g from the file, found %g",
-              saved.line_share_ns, loaded.line_share_ns);
+    expect_default_without("line_stream_ns", offsetof(vx_tune, line_stream_ns), "line_stream_ns",
+                           offsetof(vx_tune, line_share_ns), "line_share_ns");
 }
 
 /* ... and a file without the pool's hand-off reading turns the run-time

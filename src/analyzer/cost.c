@@ -406,7 +406,8 @@ static inline int a_rows_apart(const vx_problem *p)
  * block then streams from L2 into the kernels like a copied one; what is
  * left of the copy is the first read of each block from A's home, priced
  * like an in-place plan's (on top of the kernels, which wait for it).
- * Depends on the problem only: worked out per grid, not per tile. */
+ * Depends on the problem only: worked out once per search (grid_common
+ * takes it). */
 static int64_t packed_a_rows_max(const vx_device_desc *d, const vx_problem *p)
 {
     const vx_mem_level *L1 = &d->mem[0];
@@ -420,7 +421,7 @@ static int64_t packed_a_rows_max(const vx_device_desc *d, const vx_problem *p)
  * operands live in. A unit reads its share of each operand (the rows of A
  * of its grid row, the columns of B of its grid column), which lives where
  * that share fits the unit's share of the caches. */
-static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand g, grid_ctx *x)
+static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand g, int64_t packed_rows, grid_ctx *x)
 {
     const double e = d->elem_bytes;
     const int t = g.tm * g.tn;
@@ -450,18 +451,18 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
     const double b_read = e * x->b_home;
     x->copy_b = x->b_home_last ? copy_b_ns(d, p) + b_read : dmax(copy_b_ns(d, p), b_read);
     x->copy_a = 0;
-    x->packed_a_rows = packed_a_rows_max(d, p);
+    x->packed_a_rows = packed_rows;
     x->a_packed_in_place = 0;
 }
 
 /* The load mode whose measured L0 rates a plan's kernels run at: a packed
- * plan that reads A in place runs the strided-A kernels (as_bp), whose
- * calls cost more than the packed ones' for short tiles (1.5 -> 5.8 ns a
- * call for 3x48 on AMD Zen 5) and whose k steps cost more for tall ones.
- * x: the cell, after cell_rates. */
-static inline int rate_mode(const grid_ctx *x, int mode)
+ * plan that reads A in place (a_in_place: the tile is no taller than
+ * packed_a_rows_max) runs the strided-A kernels (as_bp), whose calls cost
+ * more than the packed ones' for short tiles (1.5 -> 5.8 ns a call for
+ * 3x48 on AMD Zen 5) and whose k steps cost more for tall ones. */
+static inline int rate_mode(int a_in_place, int mode)
 {
-    return mode == VX_LOAD_COPY_AB && x->a_packed_in_place ? VX_LOAD_COPY_B : mode;
+    return mode == VX_LOAD_COPY_AB && a_in_place ? VX_LOAD_COPY_B : mode;
 }
 
 /* What depends on the tile's height: whether a packed plan reads A in
@@ -479,6 +480,7 @@ typedef struct {
     int64_t R, C, r_last;
     int m0, n0;
     double row_k;       /* the tile's least time per row of a column tile, all of k (group_floor) */
+    int modes;          /* bit per load mode: the tile has candidates in it that may run here */
     double full_k, last_k; /* plain problems: the least time of a full tile and of the last row
                               tile (r_last rows) over all of k, over the modes allowed
                               (group_floor); INFINITY: no mode */
@@ -498,6 +500,16 @@ static void tile_of(const vx_problem *p, int m0, int n0, tile_pre *T)
 static inline int64_t cell_rows(const tile_pre *T, vx_l2_cand g) { return cdiv_small(T->R, g.tm); }
 static inline int64_t cell_cols(const tile_pre *T, vx_l2_cand g) { return cdiv_small(T->C, g.tn); }
 
+/* The full row tiles and the rows of the short last one of a cell of
+ * rcell row tiles of T (a cell that reaches the last row tile ends with
+ * the problem's last rows). */
+static inline void cell_row_tiles(const tile_pre *T, int64_t rcell, int64_t *full, int64_t *rem)
+{
+    const int last_full = T->r_last == T->m0;
+    *full = rcell < T->R ? rcell : T->R - 1 + last_full;
+    *rem = rcell < T->R || last_full ? 0 : T->r_last;
+}
+
 /* The largest cell over tile T of a grid whose cells hold rcell x ccell
  * tiles (cell_rows, cell_cols): its rows and columns, column tiles, and
  * full and short row tiles, without a division (a cell that reaches the
@@ -505,12 +517,10 @@ static inline int64_t cell_cols(const tile_pre *T, vx_l2_cand g) { return cdiv_s
  * filled x for the grid's unit count. */
 static void cell_of(const tile_pre *T, int64_t rcell, int64_t ccell, const vx_problem *p, grid_ctx *x)
 {
-    const int last_full = T->r_last == T->m0;
     x->m_c = rcell < T->R ? rcell * T->m0 : p->m;
     x->n_c = ccell < T->C ? ccell * T->n0 : p->n;
     x->cols = ccell;
-    x->full = rcell < T->R ? rcell : T->R - 1 + last_full;
-    x->rem = rcell < T->R || last_full ? 0 : T->r_last;
+    cell_row_tiles(T, rcell, &x->full, &x->rem);
 }
 
 /* The cell of grid g over m0 x n0 tiles; 0 when the grid has more cells
@@ -521,7 +531,7 @@ static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int 
     tile_of(p, m0, n0, &T);
     if (g.tm > T.R || g.tn > T.C)
         return 0;
-    grid_common(d, p, g, x);
+    grid_common(d, p, g, packed_a_rows_max(d, p), x);
     cell_rates(d, p, m0, x);
     cell_of(&T, cell_rows(&T, g), cell_cols(&T, g), p, x);
     return 1;
@@ -895,9 +905,8 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
     if (!tile_mode_ok(p, t->m, b->mode, a_rows_max(d, p)) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
     const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
-    return x.fixed +
-           price_cell(d, p, F, t->m, b, kb, KB, cell_l0_time(F, rate_mode(&x, b->mode), t->m, &x, p->k, KB),
-                      &x);
+    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, b->mode), t->m, &x, p->k, KB);
+    return x.fixed + price_cell(d, p, F, t->m, b, kb, KB, compute, &x);
 }
 
 /* Keep out[0..*n) sorted by ns, at most max entries. */
@@ -932,12 +941,13 @@ static inline double group_floor(const tile_pre *T, const grid_pre *P, int64_t r
 {
     const double m_c = rcell < T->R ? (double)(rcell * T->m0) : (double)p->m;
     const double n_c = ccell < T->C ? (double)(ccell * T->n0) : (double)p->n;
-    double compute = (double)ccell * m_c * T->row_k;
+    double compute;
     if (plain) { /* the cell's own full and short tiles (cell_of) at their least rates */
-        const int last_full = T->r_last == T->m0;
-        const double full = (double)(rcell < T->R ? rcell : T->R - 1 + last_full);
-        const double last = rcell < T->R || last_full ? 0.0 : T->last_k;
-        compute = (double)ccell * (full * T->full_k + last);
+        int64_t full, rem;
+        cell_row_tiles(T, rcell, &full, &rem);
+        compute = (double)ccell * ((double)full * T->full_k + (rem > 0 ? T->last_k : 0.0));
+    } else {
+        compute = (double)ccell * m_c * T->row_k;
     }
     return P->x.fixed + compute + m_c * P->a_row_read + n_c * P->b_row_read;
 }
@@ -976,7 +986,8 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     const double a_cell = e * (double)x->m_c * (double)p->k, b_cell = e * (double)x->n_c * (double)p->k;
     mode_lb r = { 0 };
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
-    const tiles_parts t = tiles_split(F->rate[rate_mode(x, mode)], m0, x->full, x->rem, x->cols, p->k);
+    const tiles_parts t =
+        tiles_split(F->rate[rate_mode(x->a_packed_in_place, mode)], m0, x->full, x->rem, x->cols, p->k);
     r.per_kb = t.o;
     r.steps = t.p;
     r.compute1 = mode_compute(&r, r.kb_least);
@@ -1092,15 +1103,18 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         tile_pre *T = &tiles[i];
         tile_of(p, c->l0[i].m, d->fam[c->l0[i].fam].n, T);
         T->row_k = k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0;
+        const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
+        T->modes = 0;
+        for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+            T->modes |= (run[mode + 1] > run[mode] && tile_mode_ok(p, T->m0, mode, rows_max)) << mode;
         if (!plain)
             continue;
         const vx_l0_family *F = &d->fam[c->l0[i].fam];
-        const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
         T->full_k = T->last_k = INFINITY;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
-            if (run[mode + 1] == run[mode] || !tile_mode_ok(p, T->m0, mode, rows_max))
+            if (!(T->modes >> mode & 1))
                 continue;
-            const vx_rate *r = F->rate[mode == VX_LOAD_COPY_AB && T->m0 <= packed_rows ? VX_LOAD_COPY_B : mode];
+            const vx_rate *r = F->rate[rate_mode(T->m0 <= packed_rows, mode)];
             T->full_k = dmin(T->full_k, (double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * (double)p->k);
             T->last_k = dmin(T->last_k, (double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * (double)p->k);
         }
@@ -1116,7 +1130,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         if (G.tm * G.tn > max_threads)
             continue;
         grid_pre *P = &grids[ngrids];
-        grid_common(d, p, G, &P->x);
+        grid_common(d, p, G, packed_rows, &P->x);
         P->g = g;
         /* an in-place plan overlaps all but the stalled share of B's */
         const double share = mode_ok(p, VX_LOAD_NONE) ? inplace_stall(d, p) : 1.0;
@@ -1191,7 +1205,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         mode_lb bound[VX_LOAD_MODES];
         int modes[VX_LOAD_MODES], nmodes = 0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
-            if (run[mode + 1] == run[mode] || !tile_mode_ok(p, t->m, mode, rows_max))
+            if (!(T->modes >> mode & 1))
                 continue;
             bound[mode] = mode_bound(d, p, F, t->m, mode, x);
             int j = nmodes++;
@@ -1321,7 +1335,7 @@ double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, 
     const vx_l0_family *F = &d->fam[fam];
     const vx_l1_cand b = { .mode = VX_LOAD_COPY_AB, .kc = (int32_t)k, .mc = (int32_t)((M + m - 1) / m * m),
                            .nc = (int32_t)p.n };
-    const double compute = cell_l0_time(F, rate_mode(&x, VX_LOAD_COPY_AB), m, &x, p.k, 1);
+    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, VX_LOAD_COPY_AB), m, &x, p.k, 1);
     vx_device_desc dd = *d;
     dd.packed_extra = 0;
     const double priced = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_COPY_AB];
