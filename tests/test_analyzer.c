@@ -153,7 +153,8 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_convolutions, TMO)
         { VX_NHWC, 8, 3, 224, 64, 7, 2, 3, 1 },   { VX_NHWC, 4, 186, 4, 142, 11, 2, 5, 1 },
         { VX_NHWC, 2, 12, 30, 18, 5, 1, 2, 2 },   { VX_NCHW, 1, 64, 56, 64, 3, 1, 1, 1 },
         { VX_NCHW, 7, 532, 14, 84, 3, 1, 1, 1 },  { VX_NCHW, 3, 5, 65, 72, 3, 2, 1, 1 },
-        { VX_NHWC, 3, 40, 17, 24, 1, 1, 0, 1 },
+        { VX_NHWC, 3, 40, 17, 24, 1, 1, 0, 1 },   { VX_NHWC, 1, 52, 9, 336, 9, 1, 4, 1 },
+        { VX_NHWC, 3, 17, 9, 180, 9, 1, 4, 1 },
     };
     vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
     cr_assert_not_null(all);
@@ -169,6 +170,36 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_convolutions, TMO)
             expect_pruning_exact(vt_isa, &v.shape, t, all, what);
         }
     free(all);
+}
+
+/* Band tiles (conv_inplace.c) are priced where a row's pixels read
+ * different taps, with the calls they make per filter row against a row of
+ * one class: one per tap column whose pixels differ, the interior's merged
+ * where a filter row's channels are adjacent (one group, dilation 1). */
+Test(conv_view, band_runs_count_the_tap_columns_whose_pixels_differ)
+{
+    static const struct {
+        int64_t c, hw, rs, stride, pad, dil, groups, runs;
+    } cs[] = {
+        { 52, 9, 9, 1, 4, 1, 1, 9 },  /* every tap column its own pixels */
+        { 64, 56, 3, 1, 1, 1, 1, 3 }, /* left edge, interior, right edge */
+        { 64, 56, 5, 1, 2, 1, 1, 5 },
+        { 8, 14, 3, 2, 1, 1, 1, 2 },  /* stride 2, even width: only the left edge */
+        { 8, 13, 3, 2, 1, 1, 1, 3 },  /* ... odd: both */
+        { 64, 56, 3, 1, 0, 1, 1, 0 }, /* no padding: one class */
+        { 64, 56, 1, 2, 0, 1, 1, 0 }, /* 1x1 stride 2 */
+        { 64, 56, 3, 1, 1, 1, 2, 1 }, /* two groups: a call per tap either way */
+        { 64, 56, 3, 1, 2, 2, 1, 1 }, /* dilated: likewise */
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        const vx_conv2d_params p = { VX_NHWC, 1, cs[i].c, cs[i].hw, cs[i].hw, 16, cs[i].rs, cs[i].rs,
+                                     cs[i].stride, cs[i].stride, cs[i].pad, cs[i].pad, cs[i].dil, cs[i].dil,
+                                     cs[i].groups, VX_ACT_NONE };
+        vx_conv_view v;
+        vx_conv_view_of(&p, &v);
+        cr_expect_eq(v.shape.a_band_runs, cs[i].runs, "case %zu: band runs %lld, expected %lld", i,
+                     (long long)v.shape.a_band_runs, (long long)cs[i].runs);
+    }
 }
 
 /* An integer in [lo, hi], log-uniform. */
@@ -204,6 +235,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
             s.b_kfrac = vt_rng_next(&r) % 2 ? (double)(vt_rng_next(&r) >> 11) * 0x1p-53 : 0;
             s.a_img = s.a_row && vt_rng_next(&r) % 2 ? s.a_row * pick(&r, 1, 60) : 0;
             s.a_edge_rows = s.a_img ? (int64_t)(vt_rng_next(&r) % 5) : 0;
+            s.a_band_runs = s.a_row && vt_rng_next(&r) % 2 ? pick(&r, 1, 12) : 0;
         }
         const int t = 1 + (int)(vt_rng_next(&r) % 2);
         char what[32];

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analyzer/plan.h"
+#include "cpu/conv.h"
 #include "cpu/gemm.h"
 #include "cpu/isa.h"
 #include "cpu/ukernel.h"
@@ -150,4 +151,35 @@ Test(conv_paths, c_streamed_past_the_caches, .timeout = TMO)
                 run_forced(&ov, what);
             }
     vx_gemm_set_stream_bytes(-1);
+}
+
+Test(conv_paths, band_tiles_forced_on_and_off, .timeout = TMO)
+{
+    /* the NHWC in-place path's band tiles (pixels of several tap classes
+     * in one tile, each tap over the pixels it reads) on every class of
+     * rows, and never: every family, a short k block that cuts the taps'
+     * runs, grids that split the pixels mid-row and the panels */
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    static const int grids[][2] = { { 1, 1 }, { 2, 1 }, { 1, 2 } };
+    char what[96];
+    for (int force = 1; force >= 0; force--)
+        for (int f = 0; f < set->nfamilies; f++)
+            for (int g = 0; g < 3; g++) {
+                vx_gemm_plan ov;
+                memset(&ov, 0, sizeof ov);
+                ov.path = VX_PATH_PACK_B;
+                ov.nr = set->families[f].nr;
+                ov.mr = set->families[f].mr_max;
+                ov.kc = g == 1 ? 8 : 0;
+                ov.threads_m = grids[g][0];
+                ov.threads_n = grids[g][1];
+                ov.threads = grids[g][0] * grids[g][1];
+                snprintf(what, sizeof what, "band %s, forced pack_b %dx%d kc=%d grid=%dx%d", force ? "on" : "off",
+                         ov.mr, ov.nr, (int)ov.kc, grids[g][0], grids[g][1]);
+                vx_conv_inplace_force_band(force);
+                run_forced(&ov, what);
+            }
+    vx_conv_inplace_force_band(-1);
 }

@@ -47,6 +47,13 @@ enum { VX_CONV_INPLACE_MAX_S = 64, VX_CONV_INPLACE_MAX_TAPS = 256, VX_CONV_INPLA
  * one-row tiles, stack still. */
 enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
 #define VX_PIECE_STACK_MARGIN 0.9
+/* Band tiles (conv_inplace.c: a row's pixels of several tap classes in one
+ * tile, each tap column over the pixels that read it) replace a class of
+ * rows' pieces only where they price at most this fraction of them: priced
+ * within 1-4 % of the pieces, they ran 6-12 % slower (ResNet-50's stem,
+ * 20x6x23x23 with 9x9 filters; AMD Zen 4), their extra calls' C tiles
+ * not priced. */
+#define VX_BAND_MARGIN 0.9
 
 static inline double vx_conv_tile_cost(int64_t m, int64_t mr, const vx_rate *rate)
 {

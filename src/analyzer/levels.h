@@ -209,6 +209,10 @@ typedef struct {
     int64_t a_pitch;           /* > 0: A's segments in place have rows this many elements apart
                                   (a convolution's pixels: stride_w * c), which a tile reads side
                                   by side as it reads a plain A's rows k apart */
+    int64_t a_band_runs;       /* > 0: a row of a_row pixels may instead go as band tiles
+                                  (conv_inplace.c), making this many times the L0 calls
+                                  of a row of one class (the taps read by different
+                                  pixels of the row apart) */
     double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the

@@ -34,6 +34,7 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->a_img = s->a_img;
     p->a_edge_rows = s->a_edge_rows;
     p->a_pitch = s->a_pitch;
+    p->a_band_runs = s->a_band_runs;
     p->a_kfrac = s->a_kfrac;
     p->b_kfrac = s->b_kfrac;
     p->units_warm = vx_units_state_warm(s->pool_warm);
@@ -108,7 +109,7 @@ static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
 static int plain_shape(const vx_gemm_shape *s)
 {
     return !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_img == 0 &&
-           s->a_edge_rows == 0 && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+           s->a_edge_rows == 0 && s->a_band_runs == 0 && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
 }
 
 int64_t vx_shape_geometry_key(const vx_gemm_shape *s)
@@ -117,7 +118,8 @@ int64_t vx_shape_geometry_key(const vx_gemm_shape *s)
     const uint64_t h = (uint64_t)s->a_seg ^ ((uint64_t)s->a_run << 24) ^ ((uint64_t)s->b_run << 40) ^
                        ((uint64_t)s->a_row << 48) ^ ((uint64_t)s->a_edge << 58) ^ ((uint64_t)s->a_img << 36) ^
                        ((uint64_t)s->a_edge_rows << 4) ^ ((uint64_t)(s->a_kfrac * 65536.0) << 8) ^
-                       ((uint64_t)(s->b_kfrac * 65536.0) << 30) ^ ((uint64_t)s->a_pitch << 14);
+                       ((uint64_t)(s->b_kfrac * 65536.0) << 30) ^ ((uint64_t)s->a_pitch << 14) ^
+                       ((uint64_t)s->a_band_runs << 52);
     return (int64_t)(h & INT64_MAX);
 }
 

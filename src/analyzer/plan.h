@@ -40,6 +40,7 @@ typedef struct {
     int64_t a_img;        /* > 0: A in place comes in images of a_img rows, a_edge_rows */
     int64_t a_edge_rows;  /* of whose rows of a_row reach into padding (see levels.h) */
     int64_t a_pitch;      /* > 0: A in place (segments) has rows this many elements apart */
+    int64_t a_band_runs;  /* > 0: band tiles allowed, with this many times the calls (levels.h) */
 } vx_gemm_shape;
 
 typedef struct {

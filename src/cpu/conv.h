@@ -29,6 +29,11 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
                                    const float *in, const float *filter, const float *bias, float *out,
                                    int *threads_used);
 
+/* Testing: the in-place path's band tiles (conv_inplace.c) -1 where they
+ * price below the pieces (the default), 0 never, 1 for every class of rows.
+ * Not thread-safe: set it while no convolution runs. */
+void vx_conv_inplace_force_band(int mode);
+
 /* NHWC, one group, not pointwise, in the dot form (plan->path ==
  * VX_PATH_DOT): patches gathered row-major per k block, the filter read in
  * place; plan->kc is the k block, plan->threads the threads. conv_dot.c. */

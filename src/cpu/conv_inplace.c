@@ -108,12 +108,21 @@ static int tap_runs(const job *J, int64_t oh, int64_t x0, int64_t x1, const int6
     return nrun;
 }
 
+/* band_rows' answers for whole rows, by (first row, end row, images): a
+ * cell asks the same for every image and panel it runs. */
+enum { BAND_MEMO = 64 };
+typedef struct {
+    int64_t ya[BAND_MEMO], yb[BAND_MEMO], imgs[BAND_MEMO];
+    signed char band[BAND_MEMO];
+} band_memo;
+
 /* Where each filter tap meets the input: output columns [s_lo[s], s_hi[s])
  * read tap column s inside the input, output rows [r_lo[r], r_hi[r]) tap
- * row r. The same for every cell of a call. */
+ * row r. The same for every cell of a call; memo is the cell's own. */
 typedef struct {
     int64_t s_lo[MAX_S], s_hi[MAX_S];
     int64_t r_lo[VX_CONV_INPLACE_MAX_TAPS], r_hi[VX_CONV_INPLACE_MAX_TAPS];
+    band_memo *memo;
 } tap_bounds;
 
 /* The cuts of [a, b) (output columns or rows) into pieces whose positions
@@ -231,6 +240,266 @@ static void stack_piece(const job *J, int64_t g, int64_t im, int64_t oh, int64_t
         stack_pixels(J, g, im, oh, x, count, a_step, c_step, q, bp, nrun, run_r, run_s, run_len);
 }
 
+/* ---- Band tiles ------------------------------------------------------
+ * A map hardly wider than its filter (9x9 with 9x9 filters, pad 4) has as
+ * many tap classes as columns: cut into pieces of one class each, every
+ * piece is one pixel wide and its tiles one row tall, a third of a full
+ * tile's rate. A band tile instead takes up to mr pixels of a row whatever
+ * their classes and runs each tap column over just the pixels that read it
+ * inside the input (a contiguous part of the tile: validity is monotone
+ * along a row), so the work stays exact and the tiles stay tall; only the
+ * calls multiply. A tap column reads the same pixels in every valid filter
+ * row, so each column (or run of adjacent columns of equal pixels, as in
+ * tap_runs) goes over all the valid filter rows in one segmented call
+ * where its packed filter stays in L2 (seg_max_bytes), as stack_pixels'
+ * merged runs do. */
+typedef struct {
+    int64_t s, len; /* first tap column, reduction floats per filter row */
+    int64_t lo, hi; /* the tile's pixels [lo, hi) that read it */
+} band_run;
+
+static int band_force = -1; /* testing: -1 priced, 0 never, 1 always */
+
+void vx_conv_inplace_force_band(int mode) { band_force = mode < 0 ? -1 : mode > 0; }
+
+/* The valid filter rows [*ra, *rb) of output row oh (contiguous: the input
+ * row a tap row reads grows with it) and the tap-column runs of the tile
+ * [t0, t1) of that row. Returns the number of runs (0: no valid tap). */
+static int band_runs(const job *J, int64_t oh, int64_t t0, int64_t t1, const tap_bounds *tb, band_run *runs,
+                     int64_t *ra, int64_t *rb)
+{
+    const vx_conv2d_params *p = J->p;
+    const int64_t cg = J->v->cg;
+    const int merge = p->dilation_w == 1 && cg == p->c;
+    int64_t r = 0;
+    while (r < p->r && !(oh >= tb->r_lo[r] && oh < tb->r_hi[r]))
+        r++;
+    *ra = r;
+    while (r < p->r && oh >= tb->r_lo[r] && oh < tb->r_hi[r])
+        r++;
+    *rb = r;
+    if (*ra >= *rb)
+        return 0;
+    int n = 0;
+    for (int64_t s = 0; s < p->s; s++) {
+        const int64_t lo = t0 > tb->s_lo[s] ? t0 : tb->s_lo[s], hi = min64(t1, tb->s_hi[s]);
+        if (lo >= hi)
+            continue;
+        band_run *b = n > 0 ? &runs[n - 1] : NULL;
+        if (merge && b && b->lo == lo && b->hi == hi && b->s + b->len / cg == s)
+            b->len += cg;
+        else
+            runs[n++] = (band_run){ s, cg, lo, hi };
+    }
+    return n;
+}
+
+/* One run over the valid filter rows as one segmented call (1), or a call
+ * per filter row and k block (0). */
+static inline int band_segmented(const job *J, int64_t rows, int64_t len)
+{
+    return rows > 1 && rows * len * J->plan->nr * (int64_t)sizeof(float) <= J->seg_max_bytes;
+}
+
+/* ns of `calls` L0 calls of k reduction floats each on m rows (the
+ * family's tuned rates; without them, vx_conv_tile_cost a step) */
+static double calls_ns(const job *J, int64_t m, double calls, int64_t k)
+{
+    if (J->rate && J->rate[m - 1].p > 0)
+        return calls * (double)J->rate[m - 1].o + (double)J->rate[m - 1].p * (double)k;
+    return vx_conv_tile_cost(m, J->plan->mr, NULL) * (double)k;
+}
+
+/* ns of a run of len floats a filter row over `rows` filter rows */
+static double band_run_ns(const job *J, int64_t m, int64_t rows, int64_t len)
+{
+    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : J->v->cg;
+    if (band_segmented(J, rows, len))
+        return calls_ns(J, m, 1.0, rows * len);
+    return calls_ns(J, m, (double)(rows * cdiv(len, kc)), rows * len);
+}
+
+/* The first (or only) run over the whole tile writes C (beta = 0) and the
+ * last such run carries the epilogue; a tile without one is zeroed first
+ * and gets its epilogue in a call of its own. */
+static int band_order(const band_run *runs, int n, int64_t t0, int64_t t1, int *first, int *last)
+{
+    *first = *last = -1;
+    for (int i = 0; i < n; i++)
+        if (runs[i].lo == t0 && runs[i].hi == t1) {
+            *first = *first < 0 ? i : *first;
+            *last = i;
+        }
+    return *first >= 0;
+}
+
+/* ns of tile [t0, t1) of output row oh (its runs, and the calls that
+ * zero C or apply the epilogue apart). */
+static double band_tile_ns(const job *J, int64_t oh, int64_t t0, int64_t t1, const tap_bounds *tb, int epilogue)
+{
+    band_run runs[MAX_S];
+    int64_t ra, rb;
+    const int n = band_runs(J, oh, t0, t1, tb, runs, &ra, &rb);
+    const int64_t m = t1 - t0;
+    int first, last;
+    double ns = 0.0;
+    for (int i = 0; i < n; i++)
+        ns += band_run_ns(J, runs[i].hi - runs[i].lo, rb - ra, runs[i].len);
+    if (!band_order(runs, n, t0, t1, &first, &last))
+        ns += calls_ns(J, m, 1.0, 0) + (epilogue ? calls_ns(J, m, 1.0, 0) : 0.0);
+    else if (first == last && n > 1 && epilogue)
+        ns += calls_ns(J, m, 1.0, 0);
+    return ns;
+}
+
+/* The tiles of a row [x0, x1): as few as mr allows, widths within one. */
+static inline int64_t band_tiles(int64_t x0, int64_t x1, int mr) { return cdiv(x1 - x0, mr); }
+static inline int64_t band_cut(int64_t x0, int64_t x1, int64_t tiles, int64_t i)
+{
+    return x0 + (x1 - x0) * i / tiles;
+}
+
+/* Tile [t0, t1) of output row oh of image im, one column panel q. */
+static void band_tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t t0, int64_t t1, int64_t q,
+                      const float *bp, const tap_bounds *tb)
+{
+    const vx_conv2d_params *p = J->p;
+    const int64_t cg = J->v->cg, C = p->c, K = p->k, Q = J->v->q, a_step = p->stride_w * C;
+    const int64_t a_row = p->dilation_h * p->w * C, b_row = p->s * cg * J->plan->nr; /* a filter row on */
+    const int nr = J->plan->nr;
+    const int64_t kc = J->plan->kc > 0 ? J->plan->kc : cg;
+    const int64_t k0 = q * nr, nn = min64(nr, J->v->kg - k0);
+    vx_epilogue ep = { NULL, J->bias ? J->bias + g * J->v->kg + k0 : NULL, p->activation == VX_ACT_RELU };
+    const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
+    float *c = J->out + ((im * J->v->p + oh) * Q + t0) * K + g * J->v->kg + k0;
+    const int m = (int)(t1 - t0);
+    band_run runs[MAX_S];
+    int64_t ra, rb;
+    const int n = band_runs(J, oh, t0, t1, tb, runs, &ra, &rb);
+    int first, last;
+    const int whole = band_order(runs, n, t0, t1, &first, &last);
+    int order[MAX_S], no = 0;
+    if (whole) /* the whole-tile runs first and last, the rest between in order */
+        order[no++] = first;
+    for (int i = 0; i < n; i++)
+        if (!whole || (i != first && i != last))
+            order[no++] = i;
+    if (whole && last != first)
+        order[no++] = last;
+    else if (!whole) /* no run covers every pixel: C zeroed first */
+        J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 0.0f, NULL);
+    const int carries = whole && order[no - 1] == last; /* the last run carries the epilogue */
+    const int64_t ih0 = oh * p->stride_h - p->pad_h + ra * p->dilation_h;
+    for (int j = 0; j < no; j++) {
+        const band_run *b = &runs[order[j]];
+        const int mm = (int)(b->hi - b->lo);
+        const int64_t iw = b->lo * p->stride_w - p->pad_w + b->s * p->dilation_w;
+        const float *a = J->in + ((im * p->h + ih0) * p->w + iw) * C + g * cg;
+        const float *bb = bp + (ra * p->s + b->s) * cg * nr;
+        float *cc = c + (b->lo - t0) * K;
+        const float beta0 = whole && j == 0 ? 0.0f : 1.0f;
+        const vx_epilogue *e_last = carries && j == no - 1 ? epp : NULL;
+        if (band_segmented(J, rb - ra, b->len)) {
+            J->seg[mm - 1]((rb - ra) * b->len, a, mm > 1 ? a_step : 0, 1, bb, nr, cc, K, nn, 1.0f, beta0, e_last,
+                           b->len, a_row, b_row);
+            continue;
+        }
+        for (int64_t r = 0; r < rb - ra; r++)
+            for (int64_t c0 = 0; c0 < b->len; c0 += kc) {
+                const int64_t kb = min64(kc, b->len - c0);
+                const float beta = r == 0 && c0 == 0 ? beta0 : 1.0f;
+                const vx_epilogue *e = r == rb - ra - 1 && c0 + kb >= b->len ? e_last : NULL;
+                J->kern[mm - 1](kb, a + r * a_row + c0, mm > 1 ? a_step : 0, 1, bb + r * b_row + c0 * nr, nr, cc, K,
+                                nn, 1.0f, beta, e);
+            }
+    }
+    if (epp && !carries)
+        J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 1.0f, epp);
+}
+
+/* ns of the pieces of output rows [ya, yb) (one class of rows) in imgs
+ * images, cut by the columns' classes at xcuts, as run_block and
+ * run_images tile them (vx_conv_piece_way; stack_pixels' calls). */
+static double pieces_ns(const job *J, int64_t ya, int64_t yb, int64_t imgs, const tap_bounds *tb,
+                        const int64_t *xcuts, int nx)
+{
+    const vx_conv2d_params *p = J->p;
+    const int mr = J->plan->mr, nr = J->plan->nr;
+    const int64_t cg = J->v->cg;
+    const int merge = p->dilation_w == 1 && cg == p->c;
+    const int64_t rows = yb - ya, kc = J->plan->kc > 0 ? J->plan->kc : cg;
+    int64_t nvr = 0; /* the valid filter rows, the same for every piece */
+    for (int64_t r = 0; r < p->r; r++)
+        nvr += ya >= tb->r_lo[r] && ya < tb->r_hi[r];
+    double ns = 0.0;
+    for (int i = 0; i + 1 < nx; i++) {
+        const int64_t len = xcuts[i + 1] - xcuts[i];
+        if (len <= 0)
+            continue;
+        /* tap_runs' runs, counted: the piece's valid tap columns (adjacent:
+         * validity is monotone along a row), merged or one run each */
+        int64_t ns_valid = 0;
+        for (int64_t s = 0; s < p->s; s++)
+            ns_valid += tb->s_lo[s] <= xcuts[i] && xcuts[i + 1] <= tb->s_hi[s];
+        const int64_t nrun = ns_valid == 0 ? 0 : merge ? nvr : nvr * ns_valid, run_len = merge ? ns_valid * cg : cg;
+        const int way = vx_conv_piece_way(len, rows, imgs, mr, J->rate);
+        const int64_t span = way == VX_PIECE_ALONG ? len : way == VX_PIECE_DOWN ? rows : imgs;
+        const double strips = (double)(imgs * rows * len / span);
+        const int seg = merge && nrun > 1 && run_len * nrun * nr * (int64_t)sizeof(float) <= J->seg_max_bytes;
+        double tile[2] = { 0.0, 0.0 }; /* a full tile, the remainder's */
+        const int64_t m[2] = { mr, span % mr };
+        for (int t = 0; t < 2; t++)
+            if (m[t] > 0)
+                tile[t] = nrun == 0 || seg ? calls_ns(J, m[t], 1.0, run_len * nrun)
+                                           : calls_ns(J, m[t], (double)(nrun * cdiv(run_len, kc)), run_len * nrun);
+        ns += strips * ((double)(span / mr) * tile[0] + tile[1]);
+    }
+    return ns;
+}
+
+/* Whether the pixels [x0, x1) of the output rows [ya, yb) (one class of
+ * rows) of imgs images go as band tiles: where the columns, cut into
+ * classes at xcuts, fall into two classes or more and band tiles price
+ * below the pieces. */
+static int band_rows(const job *J, int64_t ya, int64_t yb, int64_t x0, int64_t x1, int64_t imgs,
+                     const tap_bounds *tb, const int64_t *xcuts, int nx)
+{
+    if (band_force >= 0)
+        return band_force;
+    int pieces = 0;
+    for (int i = 0; i + 1 < nx; i++)
+        pieces += xcuts[i] < xcuts[i + 1];
+    if (pieces < 2 || ya >= yb)
+        return 0;
+    band_memo *memo = x0 == 0 && x1 == J->v->q ? tb->memo : NULL;
+    const int slot = (int)(((uint64_t)ya * 31u + (uint64_t)yb * 7u + (uint64_t)imgs) % BAND_MEMO);
+    if (memo && memo->ya[slot] == ya && memo->yb[slot] == yb && memo->imgs[slot] == imgs)
+        return memo->band[slot];
+    const int64_t tiles = band_tiles(x0, x1, J->plan->mr);
+    const int epilogue = J->bias != NULL || J->p->activation == VX_ACT_RELU;
+    double band = 0.0;
+    for (int64_t i = 0; i < tiles; i++)
+        band += band_tile_ns(J, ya, band_cut(x0, x1, tiles, i), band_cut(x0, x1, tiles, i + 1), tb, epilogue);
+    const int use = band * (double)(imgs * (yb - ya)) <= VX_BAND_MARGIN * pieces_ns(J, ya, yb, imgs, tb, xcuts, nx);
+    if (memo) {
+        memo->ya[slot] = ya;
+        memo->yb[slot] = yb;
+        memo->imgs[slot] = imgs;
+        memo->band[slot] = (signed char)use;
+    }
+    return use;
+}
+
+/* The pixels [x0, x1) of output row oh of image im as band tiles, one
+ * column panel q. */
+static void band_row(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0, int64_t x1, int64_t q,
+                     const float *bp, const tap_bounds *tb)
+{
+    const int64_t tiles = band_tiles(x0, x1, J->plan->mr);
+    for (int64_t i = 0; i < tiles; i++)
+        band_tile(J, g, im, oh, band_cut(x0, x1, tiles, i), band_cut(x0, x1, tiles, i + 1), q, bp, tb);
+}
+
 /* Output rows [y0, y1) of image im, whole, over the column panels whose
  * packed filter starts at bp[q] (bp indexed by panel): the rows cut where
  * a tap row enters or leaves the input, each piece of rows cut by columns
@@ -256,6 +525,12 @@ static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y
         const int64_t ya = ycuts[j], yb = ycuts[j + 1];
         if (ya == yb)
             continue;
+        if (band_rows(J, ya, yb, 0, Q, imgs, tb, xcuts, nx)) {
+            for (int64_t oh = ya; oh < yb; oh++)
+                for (int64_t q = q0; q < q1; q++)
+                    band_row(J, g, im, oh, 0, Q, q, bp[q - q0], tb);
+            continue;
+        }
         for (int i = 0; i + 1 < nx; i++) /* -1: an empty piece */
             way[i] = xcuts[i] < xcuts[i + 1] ? vx_conv_piece_way(xcuts[i + 1] - xcuts[i], yb - ya, imgs, mr, J->rate)
                                              : -1;
@@ -293,10 +568,16 @@ static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
         const int64_t b = min64(Q, a + (m1 - pix));
         /* the row's segments: cut where any tap enters or leaves the input */
         const int nc = cuts_of(J->p->s, tb->s_lo, tb->s_hi, a, b, cuts);
-        for (int64_t q = q0; q < q1; q++)
+        const int band = band_rows(J, oh, oh + 1, a, b, 1, tb, cuts, nc);
+        for (int64_t q = q0; q < q1; q++) {
+            if (band) {
+                band_row(J, g, im, oh, a, b, q, bp[q - q0], tb);
+                continue;
+            }
             for (int i = 0; i + 1 < nc; i++)
                 if (cuts[i] < cuts[i + 1])
                     segment(J, g, im, oh, cuts[i], cuts[i + 1], q, bp[q - q0], tb->s_lo, tb->s_hi);
+        }
         pix += b - a;
     }
 }
@@ -317,6 +598,8 @@ static void run_images(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t 
     const int nx = cuts_of(p->s, tb->s_lo, tb->s_hi, 0, Q, xcuts);
     int way[2 * MAX_S + 1];
     for (int j = 0; j + 1 < ny; j++) {
+        if (band_rows(J, ycuts[j], ycuts[j + 1], 0, Q, imgs, tb, xcuts, nx))
+            continue; /* band tiles: run_block's */
         for (int i = 0; i + 1 < nx; i++) /* -1: an empty piece */
             way[i] = xcuts[i] < xcuts[i + 1] && ycuts[j] < ycuts[j + 1]
                          ? vx_conv_piece_way(xcuts[i + 1] - xcuts[i], ycuts[j + 1] - ycuts[j], imgs, mr, J->rate)
@@ -371,6 +654,10 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
 {
     const vx_conv2d_params *p = J->p;
     tap_bounds tb;
+    band_memo memo;
+    for (int i = 0; i < BAND_MEMO; i++)
+        memo.ya[i] = -1;
+    tb.memo = &memo;
     float *bp[VX_CONV_INPLACE_MAX_PANELS];
     for (int64_t s = 0; s < p->s; s++)
         vx_conv_inside(J->v->q, p->w, p->stride_w, s * p->dilation_w - p->pad_w, &tb.s_lo[s], &tb.s_hi[s]);
