@@ -153,6 +153,29 @@ Test(conv_paths, c_streamed_past_the_caches, .timeout = TMO)
     vx_gemm_set_stream_bytes(-1);
 }
 
+Test(conv_paths, nchw_run_as_nhwc, .timeout = TMO)
+{
+    /* NCHW calls run by NHWC plans (conv_via_nhwc): the input, the filter
+     * (in place: only the span of taps some output reads) and the output
+     * transposed around every family's in-place and gathering plans */
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    static const vx_path paths[] = { VX_PATH_PACK_B, VX_PATH_PACKED };
+    char what[96];
+    for (int pi = 0; pi < 2; pi++)
+        for (int f = 0; f < set->nfamilies; f++) {
+            vx_gemm_plan ov;
+            memset(&ov, 0, sizeof ov);
+            ov.path = paths[pi];
+            ov.nr = set->families[f].nr;
+            ov.mr = set->families[f].mr_max;
+            ov.conv_via_nhwc = 1;
+            snprintf(what, sizeof what, "NCHW via NHWC, forced %s %dx%d", pi ? "packed" : "pack_b", ov.mr, ov.nr);
+            run_forced(&ov, what);
+        }
+}
+
 Test(conv_paths, band_tiles_forced_on_and_off, .timeout = TMO)
 {
     /* the NHWC in-place path's band tiles (pixels of several tap classes

@@ -289,8 +289,10 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
             via.plan.conv_via_nhwc = 1;
             /* the threads share out whole images (filters): min(t, n) work */
             const int tn = p->n < t ? (int)p->n : t, tk = p->k < t ? (int)p->k : t;
+            int64_t col0, cols; /* the filter taps the plan reads */
+            vx_conv_filter_span(&q, &vq, via.plan.path, &col0, &cols);
             via.predicted_ns += transpose_ns(d, (double)p->n * (double)p->c * (double)p->h * (double)p->w, tn) +
-                                (rs > 1 ? transpose_ns(d, (double)p->k * (double)p->c * rs, tk) : 0.0) +
+                                (rs > 1 ? transpose_ns(d, (double)p->k * (double)p->c * (double)cols, tk) : 0.0) +
                                 transpose_ns(d, (double)p->n * (double)p->k * (double)v.p * (double)v.q, tn);
             insert(out, &n, max, &via);
         }
@@ -326,13 +328,16 @@ void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa is
     vx_path forced = VX_PATH_AUTO;
     if (vx_plan_apply_override(&v.shape, NULL, &forced)) {
         /* Testing: the best GEMM plan with the override applied, or the
-         * direct family when the override names it and it applies. */
-        vx_priced_plan ranked[3];
-        const int got = vx_conv_rank(p, &v, isa, max_threads, pool_warm, ranked, 3);
+         * direct family when the override names it and it applies; run
+         * as NHWC where the override asks (conv_via_nhwc) and that is
+         * offered. */
+        vx_priced_plan ranked[6];
+        const int got = vx_conv_rank(p, &v, isa, max_threads, pool_warm, ranked, 6);
+        const int via = vx_plan_override_via();
         *out = ranked[0].plan;
         for (int i = 0; i < got; i++) {
             const int direct = ranked[i].plan.path == VX_PATH_CONV_DIRECT;
-            if (direct == (forced == VX_PATH_CONV_DIRECT)) {
+            if (direct == (forced == VX_PATH_CONV_DIRECT) && (!via || ranked[i].plan.conv_via_nhwc)) {
                 *out = ranked[i].plan;
                 break;
             }

@@ -426,6 +426,11 @@ int vx_plan_apply_override(const vx_gemm_shape *s, vx_gemm_plan *plan, vx_path *
     return 1;
 }
 
+int vx_plan_override_via(void)
+{
+    return atomic_load_explicit(&g_have_override, memory_order_acquire) && g_override.conv_via_nhwc;
+}
+
 void vx_plan_set_override(const vx_gemm_plan *o)
 {
     if (o) {

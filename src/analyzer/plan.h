@@ -85,6 +85,10 @@ void vx_plan_set_override(const vx_gemm_plan *o);
  * nothing. */
 int vx_plan_apply_override(const vx_gemm_shape *s, vx_gemm_plan *plan, vx_path *path);
 
+/* Testing: 1 when the override set asks an NCHW convolution to run as NHWC
+ * (its conv_via_nhwc), where the analyzer offers that. */
+int vx_plan_override_via(void);
+
 /* 1 when two plans run the same way (path, tile, blocks, grid). */
 int vx_plan_same(const vx_gemm_plan *a, const vx_gemm_plan *b);
 

@@ -59,10 +59,12 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
                        (n_in + n_f + n_out) * sizeof(float));
     float *f_t = in_t + n_in, *out_t = in_t + n_in + n_f;
     const int threads = plan->threads > 1 ? plan->threads : 1;
+    int64_t col0, cols; /* the filter taps the plan reads (the rest of f_t is never read) */
+    vx_conv_filter_span(&q, &vq, plan->path, &col0, &cols);
     const transposes t_in = { p->n, p->c, hw, hw, p->c, p->c * hw, hw * p->c, in, in_t };
-    const transposes t_f = { p->k, p->c, rs, rs, p->c, p->c * rs, rs * p->c, filter, f_t };
+    const transposes t_f = { p->k, p->c, cols, rs, p->c, p->c * rs, rs * p->c, filter + col0, f_t + col0 * p->c };
     transpose_all(&t_in, threads);
-    if (rs > 1) /* a 1x1 filter is KRSC already */
+    if (rs > 1 && cols > 0) /* a 1x1 filter is KRSC already */
         transpose_all(&t_f, threads);
     const float *f_nhwc = rs > 1 ? f_t : filter;
     vx_gemm_plan inner = *plan;
