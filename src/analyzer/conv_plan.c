@@ -289,10 +289,10 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
             via.plan.conv_via_nhwc = 1;
             /* the threads share out whole images (filters): min(t, n) work */
             const int tn = p->n < t ? (int)p->n : t, tk = p->k < t ? (int)p->k : t;
-            int64_t col0, cols; /* the filter taps the plan reads */
-            vx_conv_filter_span(&q, &vq, via.plan.path, &col0, &cols);
+            /* in place, the filter panels are packed from KCRS itself */
+            const int f_t = rs > 1 && !vx_conv_via_in_place(&q, &vq, via.plan.path);
             via.predicted_ns += transpose_ns(d, (double)p->n * (double)p->c * (double)p->h * (double)p->w, tn) +
-                                (rs > 1 ? transpose_ns(d, (double)p->k * (double)p->c * (double)cols, tk) : 0.0) +
+                                (f_t ? transpose_ns(d, (double)p->k * (double)p->c * rs, tk) : 0.0) +
                                 transpose_ns(d, (double)p->n * (double)p->k * (double)v.p * (double)v.q, tn);
             insert(out, &n, max, &via);
         }

@@ -145,28 +145,14 @@ static inline void vx_conv_inside(int64_t out, int64_t in, int64_t st, int64_t o
     *hi = h;
 }
 
-/* The columns [*col0, *col0 + *cols) of each filter's c x r*s matrix
- * (KCRS) that an NCHW call run by an NHWC plan (conv_via_nhwc) transposes
- * to KRSC: all of them, except where the plan reads the patches in place
- * (conv_inplace.c), which packs only the taps some output reads inside the
- * input ([r0, r1) x [s0, s1) of the view): the span from the first of them
- * to the last. 4x186x4x4 with 142 11x11 filters, stride 2, pad 5: 61 of
- * 121 columns. v: the NHWC view. */
-static inline void vx_conv_filter_span(const vx_conv2d_params *p, const vx_conv_view *v, vx_path path,
-                                       int64_t *col0, int64_t *cols)
+/* Whether an NCHW call run by the NHWC plan with this path (conv_via_nhwc)
+ * reads the patches in place (conv_inplace.c). Such a plan packs its
+ * filter panels straight from the KCRS filter (vx_pack_b_kcrs): nothing of
+ * the filter is transposed first. p: the NCHW call, v: its NHWC view. */
+static inline int vx_conv_via_in_place(const vx_conv2d_params *p, const vx_conv_view *v, vx_path path)
 {
-    const int in_place = !v->pointwise && path != VX_PATH_PACKED && path != VX_PATH_CONV_DIRECT &&
-                         !(path == VX_PATH_DOT && p->groups == 1);
-    *col0 = 0;
-    *cols = p->r * p->s;
-    if (!in_place)
-        return;
-    if (v->r0 >= v->r1 || v->s0 >= v->s1) { /* every tap in the padding: none packed */
-        *cols = 0;
-        return;
-    }
-    *col0 = v->r0 * p->s + v->s0;
-    *cols = (v->r1 - 1 - v->r0) * p->s + (v->s1 - v->s0);
+    return !v->pointwise && path != VX_PATH_PACKED && path != VX_PATH_CONV_DIRECT &&
+           !(path == VX_PATH_DOT && p->groups == 1);
 }
 
 /* Fill *v for valid parameters (checked by the caller). */

@@ -51,7 +51,10 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
     vx_conv_view vq;
     vx_conv_view_of(&q, &vq);
     const int64_t hw = p->h * p->w, rs = p->r * p->s, pq = v->p * v->q;
-    const size_t n_in = (size_t)(p->n * p->c * hw), n_f = rs > 1 ? (size_t)(p->k * p->c * rs) : 0,
+    /* in place, the filter panels are packed from KCRS itself (a 1x1
+     * filter is KRSC already); else the filter is transposed to KRSC */
+    const int in_place = vx_conv_via_in_place(&q, &vq, plan->path), f_t_needed = rs > 1 && !in_place;
+    const size_t n_in = (size_t)(p->n * p->c * hw), n_f = f_t_needed ? (size_t)(p->k * p->c * rs) : 0,
                  n_out = (size_t)(p->n * p->k * pq);
     float *in_t = vx_scratch(SLOT_NCHW_AS_NHWC, n_in + n_f + n_out);
     if (!in_t)
@@ -59,17 +62,17 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
                        (n_in + n_f + n_out) * sizeof(float));
     float *f_t = in_t + n_in, *out_t = in_t + n_in + n_f;
     const int threads = plan->threads > 1 ? plan->threads : 1;
-    int64_t col0, cols; /* the filter taps the plan reads (the rest of f_t is never read) */
-    vx_conv_filter_span(&q, &vq, plan->path, &col0, &cols);
     const transposes t_in = { p->n, p->c, hw, hw, p->c, p->c * hw, hw * p->c, in, in_t };
-    const transposes t_f = { p->k, p->c, cols, rs, p->c, p->c * rs, rs * p->c, filter + col0, f_t + col0 * p->c };
+    const transposes t_f = { p->k, p->c, rs, rs, p->c, p->c * rs, rs * p->c, filter, f_t };
     transpose_all(&t_in, threads);
-    if (rs > 1 && cols > 0) /* a 1x1 filter is KRSC already */
+    if (f_t_needed)
         transpose_all(&t_f, threads);
-    const float *f_nhwc = rs > 1 ? f_t : filter;
     vx_gemm_plan inner = *plan;
     inner.conv_via_nhwc = 0;
-    const vx_status s = vx_cpu_conv2d(&q, &vq, &inner, in_t, f_nhwc, bias, out_t, threads_used);
+    const vx_status s = in_place ? vx_cpu_conv_nhwc_inplace(&q, &vq, &inner, in_t, filter, rs > 1, bias, out_t,
+                                                            threads_used)
+                                 : vx_cpu_conv2d(&q, &vq, &inner, in_t, f_t_needed ? f_t : filter, bias, out_t,
+                                                 threads_used);
     if (s != VX_OK)
         return s;
     const transposes t_out = { p->n, pq, p->k, p->k, pq, pq * p->k, p->k * pq, out_t, out };
@@ -87,7 +90,7 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
     if (p->layout == VX_NHWC && !v->pointwise && p->groups == 1 && plan->path == VX_PATH_DOT)
         return vx_cpu_conv_nhwc_dot(p, v, plan, in, filter, bias, out, threads_used);
     if (p->layout == VX_NHWC && !v->pointwise && plan->path != VX_PATH_PACKED)
-        return vx_cpu_conv_nhwc_inplace(p, v, plan, in, filter, bias, out, threads_used);
+        return vx_cpu_conv_nhwc_inplace(p, v, plan, in, filter, 0, bias, out, threads_used);
     const int64_t red = v->k, pq = v->p * v->q;
     vx_conv_patches patches;
     vx_conv_patches_init(&patches, p, v, in);

@@ -24,10 +24,11 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
                         const float *in, const float *filter, const float *bias, float *out, int *threads_used);
 
 /* NHWC with the patches read in place (plan->path == VX_PATH_PACK_B):
- * conv_inplace.c. */
+ * conv_inplace.c. filter: KRSC, or KCRS where filter_kcrs (an NCHW call's,
+ * run as NHWC: its panels packed from it directly). */
 vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
-                                   const float *in, const float *filter, const float *bias, float *out,
-                                   int *threads_used);
+                                   const float *in, const float *filter, int filter_kcrs, const float *bias,
+                                   float *out, int *threads_used);
 
 /* Testing: the in-place path's band tiles (conv_inplace.c) -1 where they
  * price below the pieces (the default), 0 never, 1 for every class of rows.

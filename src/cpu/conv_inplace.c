@@ -36,7 +36,8 @@ typedef struct {
     double cache_share;          /* bytes of the last-level cache per running thread (run_cell) */
     const float *in, *bias;
     float *out;
-    const float *filter;         /* KRSC */
+    const float *filter;         /* KRSC, or KCRS where filter_kcrs */
+    int filter_kcrs;
     float *ws;                   /* packed filter panels, one slice per thread */
     size_t ws_panel;             /* floats per thread's packed panels (64-byte multiple) */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
@@ -53,6 +54,13 @@ static void pack_panel(const job *J, int64_t g, int64_t q, float *out)
     const int nr = J->plan->nr;
     const int64_t k0 = q * nr, nb = min64(nr, J->v->kg - k0);
     const float *src = J->filter + (g * J->v->kg + k0) * J->red;
+    if (J->filter_kcrs) { /* the span from the first used tap to the last */
+        const vx_conv_view *v = J->v;
+        if (v->r0 < v->r1 && v->s0 < v->s1)
+            vx_pack_b_kcrs(v->cg, J->p->r * J->p->s, v->r0 * J->p->s + v->s0,
+                           (v->r1 - 1 - v->r0) * J->p->s + v->s1 - v->s0, nb, src, J->red, nr, out);
+        return;
+    }
     if (J->v->r1 - J->v->r0 == J->p->r && J->v->s1 - J->v->s0 == J->p->s) {
         vx_pack_b(J->red, nb, src, 1, J->red, nr, out);
         return;
@@ -712,8 +720,8 @@ static void task(void *ctx, int tid, int nthreads)
 }
 
 vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
-                                   const float *in, const float *filter, const float *bias, float *out,
-                                   int *threads_used)
+                                   const float *in, const float *filter, int filter_kcrs, const float *bias,
+                                   float *out, int *threads_used)
 {
     const vx_ukernel_set *set = vx_ukernels(plan->isa);
     if (p->layout != VX_NHWC || p->s > MAX_S || p->r * p->s > VX_CONV_INPLACE_MAX_TAPS || plan->family < 0 ||
@@ -742,6 +750,7 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.red = v->k;
     J.panels = cdiv(v->kg, plan->nr);
     J.filter = filter;
+    J.filter_kcrs = filter_kcrs;
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
     const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);
     {

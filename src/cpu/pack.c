@@ -80,8 +80,8 @@ static void transpose_block(const float *src, int64_t ld_src, int nj, float *dst
  * (0.080 and 0.062 with the filter in L2); NT GEMMs of 49-98 rows over
  * such a filter ran 6 % faster. Building the lanes by masked 128-bit
  * broadcast loads instead of the cross-lane shuffles ran slower (0.101). */
-__attribute__((target("avx512f")))
-static void transpose16_block(const float *src, int64_t ld_src, float *dst, int64_t ld_dst)
+__attribute__((target("avx512f"), always_inline))
+static inline void transpose16_to(const float *src, int64_t ld_src, float *dst, int64_t ld_dst, const int64_t *row)
 {
     __m512 r[16], t[16];
     for (int j = 0; j < 16; j++)
@@ -102,11 +102,24 @@ static void transpose16_block(const float *src, int64_t ld_src, float *dst, int6
         const __m512 s0 = _mm512_shuffle_f32x4(t[c], t[4 + c], 0x88), s1 = _mm512_shuffle_f32x4(t[c], t[4 + c], 0xDD);
         const __m512 s2 = _mm512_shuffle_f32x4(t[8 + c], t[12 + c], 0x88);
         const __m512 s3 = _mm512_shuffle_f32x4(t[8 + c], t[12 + c], 0xDD);
-        _mm512_storeu_ps(dst + (0 + c) * ld_dst, _mm512_shuffle_f32x4(s0, s2, 0x88));
-        _mm512_storeu_ps(dst + (4 + c) * ld_dst, _mm512_shuffle_f32x4(s1, s3, 0x88));
-        _mm512_storeu_ps(dst + (8 + c) * ld_dst, _mm512_shuffle_f32x4(s0, s2, 0xDD));
-        _mm512_storeu_ps(dst + (12 + c) * ld_dst, _mm512_shuffle_f32x4(s1, s3, 0xDD));
+        /* output row p goes to dst's row p, or row[p] where a map is given */
+        _mm512_storeu_ps(dst + (row ? row[0 + c] : 0 + c) * ld_dst, _mm512_shuffle_f32x4(s0, s2, 0x88));
+        _mm512_storeu_ps(dst + (row ? row[4 + c] : 4 + c) * ld_dst, _mm512_shuffle_f32x4(s1, s3, 0x88));
+        _mm512_storeu_ps(dst + (row ? row[8 + c] : 8 + c) * ld_dst, _mm512_shuffle_f32x4(s0, s2, 0xDD));
+        _mm512_storeu_ps(dst + (row ? row[12 + c] : 12 + c) * ld_dst, _mm512_shuffle_f32x4(s1, s3, 0xDD));
     }
+}
+
+__attribute__((target("avx512f")))
+static void transpose16_block(const float *src, int64_t ld_src, float *dst, int64_t ld_dst)
+{
+    transpose16_to(src, ld_src, dst, ld_dst, NULL);
+}
+
+__attribute__((target("avx512f")))
+static void transpose16_rows(const float *src, int64_t ld_src, float *dst, int64_t ld_dst, const int64_t *row)
+{
+    transpose16_to(src, ld_src, dst, ld_dst, row);
 }
 
 void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, int mr, float *out)
@@ -385,4 +398,84 @@ float *vx_scratch(int slot, size_t floats)
         s->cap[slot] = floats;
     }
     return s->buf[slot];
+}
+
+/* 8 x 8: dst[row[p]*ld_dst + j] = src[j*ld_src + p] */
+__attribute__((target("avx2")))
+static void transpose8_rows(const float *src, int64_t ld_src, float *dst, int64_t ld_dst, const int64_t *row)
+{
+    __m256 r[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = _mm256_loadu_ps(src + j * ld_src);
+    transpose8(r);
+    for (int p = 0; p < 8; p++)
+        _mm256_storeu_ps(dst + row[p] * ld_dst, r[p]);
+}
+
+/* The rows of the packed panel that the reduction indices kk .. kk + n - 1
+ * of a KCRS filter row map to: kk = c * rs + t -> t * cg + c. */
+static inline void kcrs_rows(int64_t kk, int64_t rs, int64_t cg, int n, int64_t *row)
+{
+    int64_t c = kk / rs, t = kk % rs;
+    for (int i = 0; i < n; i++) {
+        row[i] = t * cg + c;
+        if (++t == rs) {
+            t = 0;
+            c++;
+        }
+    }
+}
+
+/* Filters [j0, j1) over the contiguous reduction indices [kk0, kk0 + len)
+ * of their KCRS rows, into the panel's mapped rows. */
+static void kcrs_run(int64_t kk0, int64_t len, int64_t rs, int64_t cg, int64_t j0, int64_t j1, const float *f,
+                     int64_t cs, int nr, float *out)
+{
+    int64_t row[16];
+    int64_t j = j0;
+    if (vx_active_isa() == VX_ISA_AVX512)
+        for (; j + 16 <= j1; j += 16)
+            for (int64_t p = kk0; p < kk0 + len; p += 16) {
+                const int n = kk0 + len - p < 16 ? (int)(kk0 + len - p) : 16;
+                kcrs_rows(p, rs, cg, n, row);
+                if (n == 16)
+                    transpose16_rows(f + j * cs + p, cs, out + j, nr, row);
+                else
+                    for (int i = 0; i < n; i++)
+                        for (int64_t jj = j; jj < j + 16; jj++)
+                            out[row[i] * nr + jj] = f[jj * cs + p + i];
+            }
+    for (; j + 8 <= j1; j += 8) /* AVX2: 8 x 8 blocks */
+        for (int64_t p = kk0; p < kk0 + len; p += 8) {
+            const int n = kk0 + len - p < 8 ? (int)(kk0 + len - p) : 8;
+            kcrs_rows(p, rs, cg, n, row);
+            if (n == 8)
+                transpose8_rows(f + j * cs + p, cs, out + j, nr, row);
+            else
+                for (int i = 0; i < n; i++)
+                    for (int64_t jj = j; jj < j + 8; jj++)
+                        out[row[i] * nr + jj] = f[jj * cs + p + i];
+        }
+    for (; j < j1; j++) /* the last filters one at a time */
+        for (int64_t p = kk0; p < kk0 + len; p += 16) {
+            const int n = kk0 + len - p < 16 ? (int)(kk0 + len - p) : 16;
+            kcrs_rows(p, rs, cg, n, row);
+            for (int i = 0; i < n; i++)
+                out[row[i] * nr + j] = f[j * cs + p + i];
+        }
+}
+
+void vx_pack_b_kcrs(int64_t cg, int64_t rs, int64_t t0, int64_t nt, int64_t nb, const float *f, int64_t cs, int nr,
+                    float *out)
+{
+    if (nb < nr)
+        for (int64_t t = t0; t < t0 + nt; t++)
+            for (int64_t c = 0; c < cg; c++)
+                memset(out + (t * cg + c) * nr + nb, 0, (size_t)(nr - nb) * sizeof(float));
+    if (t0 == 0 && nt == rs) { /* every tap: one run over the whole rows */
+        kcrs_run(0, cg * rs, rs, cg, 0, nb, f, cs, nr, out);
+        return;
+    }
+    for (int64_t c = 0; c < cg; c++) /* a run per channel: its taps [t0, t0 + nt) */
+        kcrs_run(c * rs + t0, nt, rs, cg, 0, nb, f, cs, nr, out);
 }

@@ -15,6 +15,15 @@ void vx_pack_a(int64_t mb, int64_t kb, const float *a, int64_t rs, int64_t cs, i
  * columns: panel q holds out[q*nr*kb + p*nr + j], columns past nb zeroed. */
 void vx_pack_b(int64_t kb, int64_t nb, const float *b, int64_t rs, int64_t cs, int nr, float *out);
 
+/* Pack one column panel of a convolution's B straight from nb KCRS filter
+ * rows (f + j*cs, each cg channels x rs taps), the taps [t0, t0 + nt) of
+ * each channel: out[(t*cg + c)*nr + j] = f[j*cs + c*rs + t], the rows of
+ * the KRSC panel vx_pack_b makes from a KRSC filter (columns past nb
+ * zeroed; the other taps' rows not written): an NCHW call run as NHWC needs
+ * no filter transposed first. */
+void vx_pack_b_kcrs(int64_t cg, int64_t rs, int64_t t0, int64_t nt, int64_t nb, const float *f, int64_t cs, int nr,
+                    float *out);
+
 /* The transposing gather under convolution's loads: dst[q*ld + i] =
  * src[i][q] for i < nrows, q < len, where a NULL src[i] (a row of zero
  * padding) reads as zeros. */
