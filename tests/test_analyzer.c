@@ -199,6 +199,10 @@ Test(conv_view, band_runs_count_the_tap_columns_whose_pixels_differ)
         vx_conv_view_of(&p, &v);
         cr_expect_eq(v.shape.a_band_runs, cs[i].runs, "case %zu: band runs %lld, expected %lld", i,
                      (long long)v.shape.a_band_runs, (long long)cs[i].runs);
+        /* and how many of a row's pixels a tap column reads: 9x9, pad 4: 61 of 81 */
+        if (i == 0)
+            cr_expect(v.shape.a_band_pixels > 61.0 / 9 - 1e-9 && v.shape.a_band_pixels < 61.0 / 9 + 1e-9,
+                      "band pixels %g, expected 61/9", v.shape.a_band_pixels);
     }
 }
 
@@ -236,6 +240,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
             s.a_img = s.a_row && vt_rng_next(&r) % 2 ? s.a_row * pick(&r, 1, 60) : 0;
             s.a_edge_rows = s.a_img ? (int64_t)(vt_rng_next(&r) % 5) : 0;
             s.a_band_runs = s.a_row && vt_rng_next(&r) % 2 ? pick(&r, 1, 12) : 0;
+            s.a_band_pixels = s.a_band_runs ? 0.5 + (double)(vt_rng_next(&r) % 64) / 4.0 : 0.0;
         }
         const int t = 1 + (int)(vt_rng_next(&r) % 2);
         char what[32];

@@ -71,28 +71,36 @@ static void run_forced(const vx_gemm_plan *ov, const char *what)
     vx_plan_set_override(NULL);
 }
 
-Test(conv_paths, each_path_each_family, .timeout = TMO)
+/* run_forced with path on every L0 family (its widest tile), an NCHW call
+ * run as NHWC where via is set. */
+static void each_family(vx_path path, int via, const char *name)
 {
     const int isa = vx_active_isa();
     cr_assert(isa >= 0, "no usable ISA");
     const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    char what[96];
+    for (int f = 0; f < set->nfamilies; f++) {
+        vx_gemm_plan ov;
+        memset(&ov, 0, sizeof ov);
+        ov.path = path;
+        ov.nr = set->families[f].nr;
+        ov.mr = set->families[f].mr_max;
+        ov.conv_via_nhwc = via;
+        snprintf(what, sizeof what, "%sforced %s %dx%d", via ? "NCHW via NHWC, " : "", name, ov.mr, ov.nr);
+        run_forced(&ov, what);
+    }
+}
+
+Test(conv_paths, each_path_each_family, .timeout = TMO)
+{
     /* dot: the pointwise NHWC shapes (A's rows and the KRSC filter's both
      * along the channels) run the dot form with the bias and ReLU fused;
      * the others fall back to the GEMM plan it carries */
     static const vx_path paths[] = { VX_PATH_PACKED, VX_PATH_PACK_B, VX_PATH_DIRECT, VX_PATH_CONV_DIRECT,
                                      VX_PATH_DOT };
     static const char *names[] = { "packed", "pack_b", "direct", "conv_direct", "dot" };
-    char what[96];
     for (int pi = 0; pi < 5; pi++)
-        for (int f = 0; f < set->nfamilies; f++) {
-            vx_gemm_plan ov;
-            memset(&ov, 0, sizeof ov);
-            ov.path = paths[pi];
-            ov.nr = set->families[f].nr;
-            ov.mr = set->families[f].mr_max;
-            snprintf(what, sizeof what, "forced %s %dx%d", names[pi], ov.mr, ov.nr);
-            run_forced(&ov, what);
-        }
+        each_family(paths[pi], 0, names[pi]);
 }
 
 Test(conv_paths, blocks_and_grids, .timeout = TMO)
@@ -155,25 +163,12 @@ Test(conv_paths, c_streamed_past_the_caches, .timeout = TMO)
 
 Test(conv_paths, nchw_run_as_nhwc, .timeout = TMO)
 {
-    /* NCHW calls run by NHWC plans (conv_via_nhwc): the input, the filter
-     * (in place: only the span of taps some output reads) and the output
-     * transposed around every family's in-place and gathering plans */
-    const int isa = vx_active_isa();
-    cr_assert(isa >= 0, "no usable ISA");
-    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
-    static const vx_path paths[] = { VX_PATH_PACK_B, VX_PATH_PACKED };
-    char what[96];
-    for (int pi = 0; pi < 2; pi++)
-        for (int f = 0; f < set->nfamilies; f++) {
-            vx_gemm_plan ov;
-            memset(&ov, 0, sizeof ov);
-            ov.path = paths[pi];
-            ov.nr = set->families[f].nr;
-            ov.mr = set->families[f].mr_max;
-            ov.conv_via_nhwc = 1;
-            snprintf(what, sizeof what, "NCHW via NHWC, forced %s %dx%d", pi ? "packed" : "pack_b", ov.mr, ov.nr);
-            run_forced(&ov, what);
-        }
+    /* NCHW calls run by NHWC plans (conv_via_nhwc): the input and output
+     * transposed around every family's in-place plans (their panels packed
+     * from the KCRS filter: vx_pack_b_kcrs) and gathering plans (the filter
+     * transposed to KRSC first) */
+    each_family(VX_PATH_PACK_B, 1, "pack_b");
+    each_family(VX_PATH_PACKED, 1, "packed");
 }
 
 Test(conv_paths, band_tiles_forced_on_and_off, .timeout = TMO)

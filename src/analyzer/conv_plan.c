@@ -64,13 +64,15 @@ static double tap_fraction(int64_t out, int64_t in, int64_t f, int64_t st, int64
  * those whose valid pixels are the same (the interior's) merged into one
  * run where a filter row's channels are adjacent (a row of one class: one
  * run a filter row), else one per tap either way (factor 1). 0 where the
- * row is one class (no band tiles) or the in-place path does not run. */
-static int64_t band_runs(const vx_conv2d_params *p, const vx_conv_view *v)
+ * row is one class (no band tiles) or the in-place path does not run.
+ * *pixels: how many pixels of a whole row a tap column reads, on average. */
+static int64_t band_runs(const vx_conv2d_params *p, const vx_conv_view *v, double *pixels)
 {
+    *pixels = 0.0;
     if (p->s > VX_CONV_INPLACE_MAX_S)
         return 0;
     const int merge = p->dilation_w == 1 && p->groups == 1;
-    int64_t runs = 0, classes = 0, plo = -1, phi = -1;
+    int64_t runs = 0, classes = 0, plo = -1, phi = -1, pairs = 0, cols = 0;
     for (int64_t s = 0; s < p->s; s++) {
         int64_t lo, hi;
         vx_conv_inside(v->q, p->w, p->stride_w, s * p->dilation_w - p->pad_w, &lo, &hi);
@@ -79,11 +81,14 @@ static int64_t band_runs(const vx_conv2d_params *p, const vx_conv_view *v)
             continue;
         }
         const int same = lo == plo && hi == phi;
+        pairs += hi - lo;
+        cols++;
         classes += !same;
         runs += !(same && merge);
         plo = lo;
         phi = hi;
     }
+    *pixels = classes > 1 ? (double)pairs / (double)cols : 0.0;
     return classes > 1 ? merge ? runs : 1 : 0;
 }
 
@@ -140,7 +145,7 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
             const double frac = tap_fraction(v->p, p->h, p->r, p->stride_h, p->pad_h, p->dilation_h) *
                                 tap_fraction(v->q, p->w, p->s, p->stride_w, p->pad_w, p->dilation_w);
             v->shape.a_kfrac = frac < 0.999 ? frac : 0.0;
-            v->shape.a_band_runs = band_runs(p, v);
+            v->shape.a_band_runs = band_runs(p, v, &v->shape.a_band_pixels);
             const double used = (double)(v->r1 - v->r0) * (double)(v->s1 - v->s0) / ((double)p->r * (double)p->s);
             v->shape.b_kfrac = used < 0.999 ? used : 0.0;
         }

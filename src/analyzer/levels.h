@@ -213,6 +213,8 @@ typedef struct {
                                   (conv_inplace.c), making this many times the L0 calls
                                   of a row of one class (the taps read by different
                                   pixels of the row apart) */
+    double a_band_pixels;      /* ... where a tap column reads this many of a whole row's
+                                  pixels, on average (its calls run that many rows) */
     double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the

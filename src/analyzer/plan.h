@@ -41,6 +41,7 @@ typedef struct {
     int64_t a_edge_rows;  /* of whose rows of a_row reach into padding (see levels.h) */
     int64_t a_pitch;      /* > 0: A in place (segments) has rows this many elements apart */
     int64_t a_band_runs;  /* > 0: band tiles allowed, with this many times the calls (levels.h) */
+    double a_band_pixels; /* ... each tap column over this many of a row's pixels (levels.h) */
 } vx_gemm_shape;
 
 typedef struct {

@@ -426,43 +426,41 @@ static inline void kcrs_rows(int64_t kk, int64_t rs, int64_t cg, int n, int64_t 
     }
 }
 
-/* Filters [j0, j1) over the contiguous reduction indices [kk0, kk0 + len)
- * of their KCRS rows, into the panel's mapped rows. */
-static void kcrs_run(int64_t kk0, int64_t len, int64_t rs, int64_t cg, int64_t j0, int64_t j1, const float *f,
-                     int64_t cs, int nr, float *out)
+/* Filters [j, j + jw) over the contiguous reduction indices [kk0, kk0 +
+ * len) of their KCRS rows, kw of them at a time, into the panel's mapped
+ * rows: register transposes for whole 16 x 16 (AVX-512) or 8 x 8 blocks,
+ * scalars for the rest. */
+static void kcrs_blocks(int jw, int kw, int64_t j, int64_t kk0, int64_t len, int64_t rs, int64_t cg, const float *f,
+                        int64_t cs, int nr, float *out)
 {
     int64_t row[16];
-    int64_t j = j0;
-    if (vx_active_isa() == VX_ISA_AVX512)
-        for (; j + 16 <= j1; j += 16)
-            for (int64_t p = kk0; p < kk0 + len; p += 16) {
-                const int n = kk0 + len - p < 16 ? (int)(kk0 + len - p) : 16;
-                kcrs_rows(p, rs, cg, n, row);
-                if (n == 16)
-                    transpose16_rows(f + j * cs + p, cs, out + j, nr, row);
-                else
-                    for (int i = 0; i < n; i++)
-                        for (int64_t jj = j; jj < j + 16; jj++)
-                            out[row[i] * nr + jj] = f[jj * cs + p + i];
-            }
-    for (; j + 8 <= j1; j += 8) /* AVX2: 8 x 8 blocks */
-        for (int64_t p = kk0; p < kk0 + len; p += 8) {
-            const int n = kk0 + len - p < 8 ? (int)(kk0 + len - p) : 8;
-            kcrs_rows(p, rs, cg, n, row);
-            if (n == 8)
-                transpose8_rows(f + j * cs + p, cs, out + j, nr, row);
-            else
-                for (int i = 0; i < n; i++)
-                    for (int64_t jj = j; jj < j + 8; jj++)
-                        out[row[i] * nr + jj] = f[jj * cs + p + i];
-        }
-    for (; j < j1; j++) /* the last filters one at a time */
-        for (int64_t p = kk0; p < kk0 + len; p += 16) {
-            const int n = kk0 + len - p < 16 ? (int)(kk0 + len - p) : 16;
-            kcrs_rows(p, rs, cg, n, row);
+    for (int64_t p = kk0; p < kk0 + len; p += kw) {
+        const int n = kk0 + len - p < kw ? (int)(kk0 + len - p) : kw;
+        kcrs_rows(p, rs, cg, n, row);
+        if (n == 16 && jw == 16)
+            transpose16_rows(f + j * cs + p, cs, out + j, nr, row);
+        else if (n == 8 && jw == 8)
+            transpose8_rows(f + j * cs + p, cs, out + j, nr, row);
+        else
             for (int i = 0; i < n; i++)
-                out[row[i] * nr + j] = f[j * cs + p + i];
-        }
+                for (int64_t jj = j; jj < j + jw; jj++)
+                    out[row[i] * nr + jj] = f[jj * cs + p + i];
+    }
+}
+
+/* Filters [0, nb) over [kk0, kk0 + len): 16 at a time on AVX-512, then 8
+ * (AVX2), then one. */
+static void kcrs_run(int64_t kk0, int64_t len, int64_t rs, int64_t cg, int64_t nb, const float *f, int64_t cs, int nr,
+                     float *out)
+{
+    int64_t j = 0;
+    if (vx_active_isa() == VX_ISA_AVX512)
+        for (; j + 16 <= nb; j += 16)
+            kcrs_blocks(16, 16, j, kk0, len, rs, cg, f, cs, nr, out);
+    for (; j + 8 <= nb; j += 8)
+        kcrs_blocks(8, 8, j, kk0, len, rs, cg, f, cs, nr, out);
+    for (; j < nb; j++)
+        kcrs_blocks(1, 16, j, kk0, len, rs, cg, f, cs, nr, out);
 }
 
 void vx_pack_b_kcrs(int64_t cg, int64_t rs, int64_t t0, int64_t nt, int64_t nb, const float *f, int64_t cs, int nr,
@@ -473,9 +471,9 @@ void vx_pack_b_kcrs(int64_t cg, int64_t rs, int64_t t0, int64_t nt, int64_t nb, 
             for (int64_t c = 0; c < cg; c++)
                 memset(out + (t * cg + c) * nr + nb, 0, (size_t)(nr - nb) * sizeof(float));
     if (t0 == 0 && nt == rs) { /* every tap: one run over the whole rows */
-        kcrs_run(0, cg * rs, rs, cg, 0, nb, f, cs, nr, out);
+        kcrs_run(0, cg * rs, rs, cg, nb, f, cs, nr, out);
         return;
     }
     for (int64_t c = 0; c < cg; c++) /* a run per channel: its taps [t0, t0 + nt) */
-        kcrs_run(c * rs + t0, nt, rs, cg, 0, nb, f, cs, nr, out);
+        kcrs_run(c * rs + t0, nt, rs, cg, nb, f, cs, nr, out);
 }
