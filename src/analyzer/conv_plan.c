@@ -295,7 +295,7 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
             /* the threads share out whole images (filters): min(t, n) work */
             const int tn = p->n < t ? (int)p->n : t, tk = p->k < t ? (int)p->k : t;
             /* in place, the filter panels are packed from KCRS itself */
-            const int f_t = rs > 1 && !vx_conv_via_in_place(&q, &vq, via.plan.path);
+            const int f_t = rs > 1 && !vx_conv_nhwc_in_place(&q, &vq, via.plan.path);
             via.predicted_ns += transpose_ns(d, (double)p->n * (double)p->c * (double)p->h * (double)p->w, tn) +
                                 (f_t ? transpose_ns(d, (double)p->k * (double)p->c * rs, tk) : 0.0) +
                                 transpose_ns(d, (double)p->n * (double)p->k * (double)v.p * (double)v.q, tn);

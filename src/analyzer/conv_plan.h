@@ -145,11 +145,13 @@ static inline void vx_conv_inside(int64_t out, int64_t in, int64_t st, int64_t o
     *hi = h;
 }
 
-/* Whether an NCHW call run by the NHWC plan with this path (conv_via_nhwc)
- * reads the patches in place (conv_inplace.c). Such a plan packs its
- * filter panels straight from the KCRS filter (vx_pack_b_kcrs): nothing of
- * the filter is transposed first. p: the NCHW call, v: its NHWC view. */
-static inline int vx_conv_via_in_place(const vx_conv2d_params *p, const vx_conv_view *v, vx_path path)
+/* Whether an NHWC plan with this path reads the patches in place
+ * (conv_inplace.c; vx_cpu_conv2d dispatches by it): not pointwise, not
+ * gathered, not direct, not the one-group dot form. An NCHW call run by
+ * such a plan (conv_via_nhwc) packs its filter panels straight from the
+ * KCRS filter (vx_pack_b_kcrs): nothing of the filter is transposed first.
+ * v: the NHWC view. */
+static inline int vx_conv_nhwc_in_place(const vx_conv2d_params *p, const vx_conv_view *v, vx_path path)
 {
     return !v->pointwise && path != VX_PATH_PACKED && path != VX_PATH_CONV_DIRECT &&
            !(path == VX_PATH_DOT && p->groups == 1);

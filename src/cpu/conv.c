@@ -53,7 +53,7 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
     const int64_t hw = p->h * p->w, rs = p->r * p->s, pq = v->p * v->q;
     /* in place, the filter panels are packed from KCRS itself (a 1x1
      * filter is KRSC already); else the filter is transposed to KRSC */
-    const int in_place = vx_conv_via_in_place(&q, &vq, plan->path), f_t_needed = rs > 1 && !in_place;
+    const int in_place = vx_conv_nhwc_in_place(&q, &vq, plan->path), f_t_needed = rs > 1 && !in_place;
     const size_t n_in = (size_t)(p->n * p->c * hw), n_f = f_t_needed ? (size_t)(p->k * p->c * rs) : 0,
                  n_out = (size_t)(p->n * p->k * pq);
     float *in_t = vx_scratch(SLOT_NCHW_AS_NHWC, n_in + n_f + n_out);
@@ -89,7 +89,7 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
         return vx_cpu_conv_direct(p, v, plan, in, filter, bias, out, threads_used);
     if (p->layout == VX_NHWC && !v->pointwise && p->groups == 1 && plan->path == VX_PATH_DOT)
         return vx_cpu_conv_nhwc_dot(p, v, plan, in, filter, bias, out, threads_used);
-    if (p->layout == VX_NHWC && !v->pointwise && plan->path != VX_PATH_PACKED)
+    if (p->layout == VX_NHWC && vx_conv_nhwc_in_place(p, v, plan->path))
         return vx_cpu_conv_nhwc_inplace(p, v, plan, in, filter, 0, bias, out, threads_used);
     const int64_t red = v->k, pq = v->p * v->q;
     vx_conv_patches patches;

@@ -133,6 +133,20 @@ typedef struct {
     band_memo *memo;
 } tap_bounds;
 
+/* The filter rows [*ra, *rb) that output row oh reads inside the input
+ * (contiguous: the input row a tap row reads grows with it); empty: *ra ==
+ * *rb. */
+static void valid_rows(const tap_bounds *tb, int64_t R, int64_t oh, int64_t *ra, int64_t *rb)
+{
+    int64_t r = 0;
+    while (r < R && !(oh >= tb->r_lo[r] && oh < tb->r_hi[r]))
+        r++;
+    *ra = r;
+    while (r < R && oh >= tb->r_lo[r] && oh < tb->r_hi[r])
+        r++;
+    *rb = r;
+}
+
 /* The cuts of [a, b) (output columns or rows) into pieces whose positions
  * all read the same valid taps, given where each of the n taps is valid
  * ([lo[t], hi[t])): cuts[0] = a < ... < cuts[count - 1] = b (some pieces
@@ -270,22 +284,16 @@ static int band_force = -1; /* testing: -1 priced, 0 never, 1 always */
 
 void vx_conv_inplace_force_band(int mode) { band_force = mode < 0 ? -1 : mode > 0; }
 
-/* The valid filter rows [*ra, *rb) of output row oh (contiguous: the input
- * row a tap row reads grows with it) and the tap-column runs of the tile
- * [t0, t1) of that row. Returns the number of runs (0: no valid tap). */
+/* The valid filter rows [*ra, *rb) of output row oh (valid_rows) and the
+ * tap-column runs of the tile [t0, t1) of that row. Returns the number of
+ * runs (0: no valid tap). */
 static int band_runs(const job *J, int64_t oh, int64_t t0, int64_t t1, const tap_bounds *tb, band_run *runs,
                      int64_t *ra, int64_t *rb)
 {
     const vx_conv2d_params *p = J->p;
     const int64_t cg = J->v->cg;
     const int merge = p->dilation_w == 1 && cg == p->c;
-    int64_t r = 0;
-    while (r < p->r && !(oh >= tb->r_lo[r] && oh < tb->r_hi[r]))
-        r++;
-    *ra = r;
-    while (r < p->r && oh >= tb->r_lo[r] && oh < tb->r_hi[r])
-        r++;
-    *rb = r;
+    valid_rows(tb, p->r, oh, ra, rb);
     if (*ra >= *rb)
         return 0;
     int n = 0;
@@ -327,37 +335,49 @@ static double band_run_ns(const job *J, int64_t m, int64_t rows, int64_t len)
     return calls_ns(J, m, (double)(rows * cdiv(len, kc)), rows * len);
 }
 
-/* The first (or only) run over the whole tile writes C (beta = 0) and the
- * last such run carries the epilogue; a tile without one is zeroed first
- * and gets its epilogue in a call of its own. */
-static int band_order(const band_run *runs, int n, int64_t t0, int64_t t1, int *first, int *last)
+/* How a band tile runs: its runs over the valid filter rows [ra, rb), in
+ * `order`. The first (or only) run over the whole tile writes C (beta = 0,
+ * `whole`) and the last such run carries the epilogue (`carries`); a tile
+ * without one is zeroed first, and a tile whose last run does not carry
+ * the epilogue gets it in a call of its own. */
+typedef struct {
+    band_run runs[MAX_S];
+    int order[MAX_S];
+    int n;
+    int64_t ra, rb;
+    int whole, carries;
+} band_plan;
+
+static void band_plan_of(const job *J, int64_t oh, int64_t t0, int64_t t1, const tap_bounds *tb, band_plan *B)
 {
-    *first = *last = -1;
-    for (int i = 0; i < n; i++)
-        if (runs[i].lo == t0 && runs[i].hi == t1) {
-            *first = *first < 0 ? i : *first;
-            *last = i;
+    B->n = band_runs(J, oh, t0, t1, tb, B->runs, &B->ra, &B->rb);
+    int first = -1, last = -1, no = 0;
+    for (int i = 0; i < B->n; i++)
+        if (B->runs[i].lo == t0 && B->runs[i].hi == t1) {
+            first = first < 0 ? i : first;
+            last = i;
         }
-    return *first >= 0;
+    B->whole = first >= 0;
+    if (B->whole) /* the whole-tile runs first and last, the rest between in order */
+        B->order[no++] = first;
+    for (int i = 0; i < B->n; i++)
+        if (!B->whole || (i != first && i != last))
+            B->order[no++] = i;
+    if (B->whole && last != first)
+        B->order[no++] = last;
+    B->carries = B->whole && B->order[no - 1] == last;
 }
 
-/* ns of tile [t0, t1) of output row oh (its runs, and the calls that
- * zero C or apply the epilogue apart). */
+/* ns of tile [t0, t1) of output row oh as band_tile runs it. */
 static double band_tile_ns(const job *J, int64_t oh, int64_t t0, int64_t t1, const tap_bounds *tb, int epilogue)
 {
-    band_run runs[MAX_S];
-    int64_t ra, rb;
-    const int n = band_runs(J, oh, t0, t1, tb, runs, &ra, &rb);
+    band_plan B;
+    band_plan_of(J, oh, t0, t1, tb, &B);
     const int64_t m = t1 - t0;
-    int first, last;
     double ns = 0.0;
-    for (int i = 0; i < n; i++)
-        ns += band_run_ns(J, runs[i].hi - runs[i].lo, rb - ra, runs[i].len);
-    if (!band_order(runs, n, t0, t1, &first, &last))
-        ns += calls_ns(J, m, 1.0, 0) + (epilogue ? calls_ns(J, m, 1.0, 0) : 0.0);
-    else if (first == last && n > 1 && epilogue)
-        ns += calls_ns(J, m, 1.0, 0);
-    return ns;
+    for (int i = 0; i < B.n; i++)
+        ns += band_run_ns(J, B.runs[i].hi - B.runs[i].lo, B.rb - B.ra, B.runs[i].len);
+    return ns + (B.whole ? 0.0 : calls_ns(J, m, 1.0, 0)) + (epilogue && !B.carries ? calls_ns(J, m, 1.0, 0) : 0.0);
 }
 
 /* The tiles of a row [x0, x1): as few as mr allows, widths within one. */
@@ -381,32 +401,20 @@ static void band_tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t t
     const vx_epilogue *epp = ep.bias_col || ep.relu ? &ep : NULL;
     float *c = J->out + ((im * J->v->p + oh) * Q + t0) * K + g * J->v->kg + k0;
     const int m = (int)(t1 - t0);
-    band_run runs[MAX_S];
-    int64_t ra, rb;
-    const int n = band_runs(J, oh, t0, t1, tb, runs, &ra, &rb);
-    int first, last;
-    const int whole = band_order(runs, n, t0, t1, &first, &last);
-    int order[MAX_S], no = 0;
-    if (whole) /* the whole-tile runs first and last, the rest between in order */
-        order[no++] = first;
-    for (int i = 0; i < n; i++)
-        if (!whole || (i != first && i != last))
-            order[no++] = i;
-    if (whole && last != first)
-        order[no++] = last;
-    else if (!whole) /* no run covers every pixel: C zeroed first */
+    band_plan B;
+    band_plan_of(J, oh, t0, t1, tb, &B);
+    if (!B.whole) /* no run covers every pixel: C zeroed first */
         J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 0.0f, NULL);
-    const int carries = whole && order[no - 1] == last; /* the last run carries the epilogue */
-    const int64_t ih0 = oh * p->stride_h - p->pad_h + ra * p->dilation_h;
-    for (int j = 0; j < no; j++) {
-        const band_run *b = &runs[order[j]];
+    const int64_t ra = B.ra, rb = B.rb, ih0 = oh * p->stride_h - p->pad_h + ra * p->dilation_h;
+    for (int j = 0; j < B.n; j++) {
+        const band_run *b = &B.runs[B.order[j]];
         const int mm = (int)(b->hi - b->lo);
         const int64_t iw = b->lo * p->stride_w - p->pad_w + b->s * p->dilation_w;
         const float *a = J->in + ((im * p->h + ih0) * p->w + iw) * C + g * cg;
         const float *bb = bp + (ra * p->s + b->s) * cg * nr;
         float *cc = c + (b->lo - t0) * K;
-        const float beta0 = whole && j == 0 ? 0.0f : 1.0f;
-        const vx_epilogue *e_last = carries && j == no - 1 ? epp : NULL;
+        const float beta0 = B.whole && j == 0 ? 0.0f : 1.0f;
+        const vx_epilogue *e_last = B.carries && j == B.n - 1 ? epp : NULL;
         if (band_segmented(J, rb - ra, b->len)) {
             J->seg[mm - 1]((rb - ra) * b->len, a, mm > 1 ? a_step : 0, 1, bb, nr, cc, K, nn, 1.0f, beta0, e_last,
                            b->len, a_row, b_row);
@@ -421,7 +429,7 @@ static void band_tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t t
                                 nn, 1.0f, beta, e);
             }
     }
-    if (epp && !carries)
+    if (epp && !B.carries)
         J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 1.0f, epp);
 }
 
@@ -436,9 +444,9 @@ static double pieces_ns(const job *J, int64_t ya, int64_t yb, int64_t imgs, cons
     const int64_t cg = J->v->cg;
     const int merge = p->dilation_w == 1 && cg == p->c;
     const int64_t rows = yb - ya, kc = J->plan->kc > 0 ? J->plan->kc : cg;
-    int64_t nvr = 0; /* the valid filter rows, the same for every piece */
-    for (int64_t r = 0; r < p->r; r++)
-        nvr += ya >= tb->r_lo[r] && ya < tb->r_hi[r];
+    int64_t ra, rb; /* the valid filter rows, the same for every piece */
+    valid_rows(tb, p->r, ya, &ra, &rb);
+    const int64_t nvr = rb - ra;
     double ns = 0.0;
     for (int i = 0; i + 1 < nx; i++) {
         const int64_t len = xcuts[i + 1] - xcuts[i];
