@@ -504,6 +504,7 @@ typedef struct {
     int fmt;             /* FMT_* */
     int alg_auto;
     int dnnl_cache_keep; /* dynamic: leave oneDNN's primitive cache on */
+    int vx_packed;       /* Vortex takes its filter packed (vx_conv2d_filter, made untimed) */
     int check_naive;
     int list;
 } options;
@@ -614,6 +615,13 @@ static void usage(FILE *f)
 "  --passes N        dynamic: passes over the list (default 5, --quick 3)\n"
 "  --dnnl-cache keep dynamic: leave oneDNN's primitive cache as it is (shapes\n"
 "                    a server has seen before; default: off, capacity 0)\n"
+"  --vortex-filter F plain (default): dyn_conv2d, which packs its filter on\n"
+"                    every call; packed: the filter packed once per case\n"
+"                    outside the timing (vx_conv2d_filter_create, as oneDNN's\n"
+"                    weights are reordered outside it), the calls\n"
+"                    dyn_conv2d_packed (its panels are packed by the first\n"
+"                    call that needs them: the check call in steady mode, the\n"
+"                    first pass in dynamic mode, whose median leaves it out)\n"
 "  --gap-us U        idle time before each timed sample when both libraries run\n"
 "                    and threads > 1, so one library's spinning workers do not\n"
 "                    eat into the other's time (default 2000, --quick 1000)\n"
@@ -1021,6 +1029,7 @@ typedef struct {
     const float *in, *filt, *bias;
     float *out;
     long batch;
+    const vx_conv2d_filter *vxf; /* Vortex: the filter packed (dyn_conv2d_packed), or NULL */
     /* steady: the primitive made once; dynamic: made per call */
 #ifdef HAVE_DNNL
     dconv d;
@@ -1050,11 +1059,12 @@ static void run_body(void *p)
     if (x->lib == L_VX) {
         vx_conv2d_params prm = vx_params(x->c, x->layout);
         for (long i = 0; i < x->batch; i++) {
-            vx_status s = dyn_conv2d(&prm, x->in, x->filt, x->c->bias ? x->bias : NULL, x->out);
+            vx_status s = x->vxf ? dyn_conv2d_packed(&prm, x->in, x->vxf, x->c->bias ? x->bias : NULL, x->out)
+                                 : dyn_conv2d(&prm, x->in, x->filt, x->c->bias ? x->bias : NULL, x->out);
             if (s != VX_OK && !x->failed) {
                 char msg[256];
-                snprintf(msg, sizeof msg, "dyn_conv2d: %s: %s", vx_status_string(s),
-                         vx_last_error());
+                snprintf(msg, sizeof msg, "%s: %s: %s", x->vxf ? "dyn_conv2d_packed" : "dyn_conv2d",
+                         vx_status_string(s), vx_last_error());
                 note_fail(x, msg);
             }
         }
@@ -1289,6 +1299,15 @@ static void steady_case(const ccase *c, int layout, const options *o, int thread
         ctx[l].batch = 1;
     }
     int on[NLIB], non = 0;
+    vx_conv2d_filter *vxf = NULL;
+    if (lib_on[L_VX] && o->vx_packed) { /* packed once, not timed, as oneDNN's weights are reordered */
+        vx_conv2d_params prm = vx_params(c, layout);
+        if (vx_conv2d_filter_create(&prm, filt, &vxf) != VX_OK) {
+            snprintf(ctx[L_VX].err, sizeof ctx[L_VX].err, "vx_conv2d_filter_create: %s", vx_last_error());
+            ctx[L_VX].failed = 1;
+        }
+        ctx[L_VX].vxf = vxf;
+    }
 
 #ifdef HAVE_DNNL
     if (lib_on[L_DNNL]) {
@@ -1390,6 +1409,7 @@ static void steady_case(const ccase *c, int layout, const options *o, int thread
     if (lib_on[L_DNNL] && ctx[L_DNNL].have_d)
         dconv_destroy(&ctx[L_DNNL].d);
 #endif
+    vx_conv2d_filter_destroy(vxf);
     for (int l = 0; l < NLIB; l++)
         free(out[l]);
     free(in);
@@ -1440,6 +1460,18 @@ static void dynamic_group(ccase *const *cs, int m, int layout, const options *o,
      * FMT_AUTO: does it need its own weights format), as a server's
      * configuration would be. */
     int *fmts = malloc((size_t)(m > 0 ? m : 1) * sizeof *fmts);
+    /* Vortex's packed filters, made before the timing as a server makes
+     * them when it loads its model */
+    vx_conv2d_filter **vxf = calloc((size_t)(m > 0 ? m : 1), sizeof *vxf);
+    for (int i = 0; i < m && lib_on[L_VX] && o->vx_packed; i++) {
+        vx_conv2d_params prm = vx_params(cs[i], layout);
+        if (vx_conv2d_filter_create(&prm, filt, &vxf[i]) != VX_OK) {
+            printf("  ERROR %s %s %s dynamic: vx_conv2d_filter_create: %s\n", cs[i]->suite, cs[i]->name,
+                   lay_name[layout], vx_last_error());
+            res[i].failed = 1;
+            dead[i] = 1;
+        }
+    }
     for (int i = 0; i < m; i++) {
         fmts[i] = o->fmt;
 #ifdef HAVE_DNNL
@@ -1507,6 +1539,9 @@ static void dynamic_group(ccase *const *cs, int m, int layout, const options *o,
                 x.dynamic = 1;
                 x.fmt = fmts[i];
                 x.fetch = pass == 0;
+                x.vxf = l == L_VX ? vxf[i] : NULL;
+                if (l == L_VX && o->vx_packed && !vxf[i])
+                    continue;
                 bench_sleep_us(gap);
                 double t = timed_call(&x);
                 times[((size_t)i * NLIB + l) * passes + npass[i]] = t;
@@ -1539,6 +1574,9 @@ static void dynamic_group(ccase *const *cs, int m, int layout, const options *o,
                 r->t[l] = bench_median(times + ((size_t)i * NLIB + l) * passes, npass[i]);
     }
     free(times);
+    for (int i = 0; i < m; i++)
+        vx_conv2d_filter_destroy(vxf[i]);
+    free(vxf);
     free(fmts);
     free(order);
     free(npass);
@@ -1817,8 +1855,10 @@ static void print_machine(int threads, const options *o)
            bench_isa_supported(BENCH_ISA_AVX2) ? "yes" : "no");
     printf("threads:  %d for every library%s\n", threads,
            o->threads ? " (--threads)" : " (Vortex's default)");
-    printf("vortex:   %d.%d.%d, vx_get_num_threads()=%d%s\n", VORTEX_VERSION_MAJOR,
+    printf("vortex:   %d.%d.%d, vx_get_num_threads()=%d, filter %s%s\n", VORTEX_VERSION_MAJOR,
            VORTEX_VERSION_MINOR, VORTEX_VERSION_PATCH, vx_get_num_threads(),
+           o->vx_packed ? "packed once per case, untimed (dyn_conv2d_packed)"
+                        : "plain (dyn_conv2d packs it every call)",
            lib_on[L_VX] ? "" : " [not timed: --libs]");
 #ifdef HAVE_DNNL
     {
@@ -1992,6 +2032,16 @@ int main(int argc, char **argv)
                 o.dnnl_cache_keep = 0;
             else {
                 fprintf(stderr, PROG ": --dnnl-cache takes keep or off\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--vortex-filter") && need(i, argc, 1, a)) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "packed"))
+                o.vx_packed = 1;
+            else if (!strcmp(v, "plain"))
+                o.vx_packed = 0;
+            else {
+                fprintf(stderr, PROG ": --vortex-filter takes plain or packed\n");
                 return 2;
             }
         } else if (!strcmp(a, "--check-naive")) {

@@ -4,8 +4,12 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "analyzer/conv_plan.h"
 #include "cpu/conv.h"
+#include "cpu/conv_filter.h"
 #include "cpu/isa.h"
 #include "cpu/threadpool.h"
 #include "runtime.h"
@@ -100,6 +104,62 @@ static double now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
 
+/* A checked call (v: its view), with the filter plain (packed NULL) or
+ * packed: plan, run, log. */
+static vx_status run_conv(const char *fn, const vx_conv2d_params *p, vx_conv_view *v, const float *input,
+                          const float *filter, const vx_conv2d_filter *packed, const float *bias, float *output)
+{
+    const int isa = vx_active_isa();
+    if (isa < 0)
+        return vx_fail(VX_ERR_UNSUPPORTED, "%s: this CPU has neither AVX2+FMA nor AVX-512; "
+                       "Vortex needs one of them", fn);
+    if (packed)
+        vx_conv_view_with_packed_filter(p, v);
+    vx_status s;
+    const int verbose = vx_verbose();
+    const double t0 = verbose ? now_us() : 0.0;
+    vx_gemm_plan plan;
+    const int budget = vx_threads(), warm = budget > 1 ? vx_pool_state() : 0;
+    vx_plan_conv(p, v, (vx_isa)isa, budget, warm, &plan);
+    /* a stream of calls planned on one thread because the workers sleep
+     * wakes them once, as dyn_gemm's (threadpool.h) */
+    const int stream =
+        vx_pool_stream_call(warm, budget, plan.threads, (double)v->m * (double)v->n * (double)v->k * (double)v->items);
+    if (stream && vx_pool_stream_recent()) {
+        vx_gemm_plan spun;
+        vx_plan_conv(p, v, (vx_isa)isa, budget, warm | 1, &spun);
+        if (spun.threads > 1)
+            plan = spun;
+    }
+    int threads = 1;
+    /* the packed filter's panels where the plan reads them (packed once
+     * per width, on the first call that asks) */
+    const float *panels = NULL;
+    if (packed && vx_conv_reads_panels(p, v, &plan) &&
+        !(panels = vx_conv_filter_panels(packed, plan.nr)))
+        return vx_fail(VX_ERR_NO_MEMORY, "%s: out of memory packing the filter's panels (%d wide)", fn, plan.nr);
+    s = vx_cpu_conv2d(p, v, &plan, input, filter, panels, bias, output, &threads);
+    if (stream)
+        vx_pool_stream_note();
+    if (s != VX_OK)
+        return s;
+    if (verbose) {
+        const double us = now_us() - t0;
+        char desc[160];
+        vx_plan_describe(&plan, desc, sizeof desc);
+        const double flops = 2.0 * (double)v->m * (double)v->n * (double)v->k * (double)v->items;
+        fprintf(stderr, "vortex: conv2d,cpu,%s,n=%lld,c=%lld,h=%lld,w=%lld,k=%lld,r=%lld,s=%lld,stride=%lldx%lld,"
+                "pad=%lldx%lld,dil=%lldx%lld,groups=%lld,bias=%d,relu=%d,plan=%s,threads=%d,time_us=%.2f,"
+                "gflops=%.1f%s\n", p->layout == VX_NHWC ? "nhwc" : "nchw", (long long)p->n, (long long)p->c,
+                (long long)p->h, (long long)p->w, (long long)p->k, (long long)p->r, (long long)p->s,
+                (long long)p->stride_h, (long long)p->stride_w, (long long)p->pad_h, (long long)p->pad_w,
+                (long long)p->dilation_h, (long long)p->dilation_w, (long long)p->groups, bias != NULL,
+                p->activation == VX_ACT_RELU, desc, threads, us, us > 0 ? flops * 1e-3 / us : 0.0,
+                packed ? (panels ? ",filter=panels" : ",filter=copy") : "");
+    }
+    return VX_OK;
+}
+
 VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const float *filter,
                             const float *bias, float *output)
 {
@@ -109,43 +169,80 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
         return s;
     if (!input || !filter || !output)
         return vx_fail(VX_ERR_INVALID_ARG, "dyn_conv2d: %s is NULL", !input ? "input" : !filter ? "filter" : "output");
-    const int isa = vx_active_isa();
-    if (isa < 0)
-        return vx_fail(VX_ERR_UNSUPPORTED, "dyn_conv2d: this CPU has neither AVX2+FMA nor AVX-512; "
-                       "Vortex needs one of them");
-    const int verbose = vx_verbose();
-    const double t0 = verbose ? now_us() : 0.0;
-    vx_gemm_plan plan;
-    const int budget = vx_threads(), warm = budget > 1 ? vx_pool_state() : 0;
-    vx_plan_conv(p, &v, (vx_isa)isa, budget, warm, &plan);
-    /* a stream of calls planned on one thread because the workers sleep
-     * wakes them once, as dyn_gemm's (threadpool.h) */
-    const int stream =
-        vx_pool_stream_call(warm, budget, plan.threads, (double)v.m * (double)v.n * (double)v.k * (double)v.items);
-    if (stream && vx_pool_stream_recent()) {
-        vx_gemm_plan spun;
-        vx_plan_conv(p, &v, (vx_isa)isa, budget, warm | 1, &spun);
-        if (spun.threads > 1)
-            plan = spun;
-    }
-    int threads = 1;
-    s = vx_cpu_conv2d(p, &v, &plan, input, filter, bias, output, &threads);
-    if (stream)
-        vx_pool_stream_note();
+    return run_conv("dyn_conv2d", p, &v, input, filter, NULL, bias, output);
+}
+
+VX_API vx_status dyn_conv2d_packed(const vx_conv2d_params *p, const float *input, const vx_conv2d_filter *f,
+                                   const float *bias, float *output)
+{
+    vx_conv_view v;
+    vx_status s = check_params("dyn_conv2d_packed", p, &v);
     if (s != VX_OK)
         return s;
-    if (verbose) {
-        const double us = now_us() - t0;
-        char desc[160];
-        vx_plan_describe(&plan, desc, sizeof desc);
-        const double flops = 2.0 * (double)v.m * (double)v.n * (double)v.k * (double)v.items;
-        fprintf(stderr, "vortex: conv2d,cpu,%s,n=%lld,c=%lld,h=%lld,w=%lld,k=%lld,r=%lld,s=%lld,stride=%lldx%lld,"
-                "pad=%lldx%lld,dil=%lldx%lld,groups=%lld,bias=%d,relu=%d,plan=%s,threads=%d,time_us=%.2f,"
-                "gflops=%.1f\n", p->layout == VX_NHWC ? "nhwc" : "nchw", (long long)p->n, (long long)p->c,
-                (long long)p->h, (long long)p->w, (long long)p->k, (long long)p->r, (long long)p->s,
-                (long long)p->stride_h, (long long)p->stride_w, (long long)p->pad_h, (long long)p->pad_w,
-                (long long)p->dilation_h, (long long)p->dilation_w, (long long)p->groups, bias != NULL,
-                p->activation == VX_ACT_RELU, desc, threads, us, us > 0 ? flops * 1e-3 / us : 0.0);
+    if (!input || !f || !output)
+        return vx_fail(VX_ERR_INVALID_ARG, "dyn_conv2d_packed: %s is NULL",
+                       !input ? "input" : !f ? "the packed filter" : "output");
+    char why[256];
+    if (!vx_conv_filter_fits(f, p, why, sizeof why))
+        return vx_fail(VX_ERR_INVALID_ARG, "dyn_conv2d_packed: %s", why);
+    return run_conv("dyn_conv2d_packed", p, &v, input, f->raw, f, bias, output);
+}
+
+VX_API vx_status vx_conv2d_filter_create(const vx_conv2d_params *p, const float *filter, vx_conv2d_filter **out)
+{
+    static const char fn[] = "vx_conv2d_filter_create";
+    if (!p)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: the parameter struct is NULL", fn);
+    if (!filter || !out)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: %s is NULL", fn, !filter ? "filter" : "out");
+    if (p->layout != VX_NCHW && p->layout != VX_NHWC)
+        return bad(fn, "layout must be VX_NCHW (0) or VX_NHWC (1)", (long long)p->layout);
+    const struct { const char *name; int64_t v; } f[] = {
+        { "k (output channels)", p->k }, { "c (input channels)", p->c }, { "r (filter height)", p->r },
+        { "s (filter width)", p->s }, { "groups", p->groups },
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v < 1)
+            return vx_fail(VX_ERR_INVALID_ARG, "%s: %s must be >= 1 (got %lld)", fn, f[i].name, (long long)f[i].v);
+    if (p->c % p->groups != 0 || p->k % p->groups != 0)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: groups = %lld must divide both c = %lld and k = %lld", fn,
+                       (long long)p->groups, (long long)p->c, (long long)p->k);
+    int64_t bytes;
+    if (!mul4(p->k, p->c / p->groups, p->r, p->s, &bytes) || (uint64_t)bytes > SIZE_MAX / 4)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: the filter (k = %lld, c/groups = %lld, r = %lld, s = %lld) holds "
+                       "more than 2^63 bytes", fn, (long long)p->k, (long long)(p->c / p->groups), (long long)p->r,
+                       (long long)p->s);
+    vx_conv2d_filter *cf = calloc(1, sizeof *cf);
+    float *raw = cf ? malloc((size_t)bytes) : NULL;
+    if (!raw) {
+        free(cf);
+        return vx_fail(VX_ERR_NO_MEMORY, "%s: out of memory for a %lld-byte filter", fn, (long long)bytes);
     }
+    memcpy(raw, filter, (size_t)bytes);
+    cf->layout = p->layout;
+    cf->k = p->k;
+    cf->c = p->c;
+    cf->r = p->r;
+    cf->s = p->s;
+    cf->groups = p->groups;
+    cf->cg = p->c / p->groups;
+    cf->kg = p->k / p->groups;
+    cf->red = p->r * p->s * cf->cg;
+    cf->raw = raw;
+    pthread_mutex_init(&cf->lock, NULL);
+    for (int i = 0; i < VX_CONV_FILTER_WIDTHS; i++)
+        atomic_init(&cf->width[i].panels, NULL);
+    *out = cf;
     return VX_OK;
+}
+
+VX_API void vx_conv2d_filter_destroy(vx_conv2d_filter *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < VX_CONV_FILTER_WIDTHS; i++)
+        free(atomic_load(&f->width[i].panels));
+    pthread_mutex_destroy(&f->lock);
+    free(f->raw);
+    free(f);
 }

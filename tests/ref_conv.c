@@ -98,7 +98,7 @@ void vt_conv_describe(const vt_conv_case *c, char *buf, size_t len)
         snprintf(outs, sizeof outs, "no valid output");
     snprintf(buf, len,
              "dyn_conv2d(%s n=%lld c=%lld h=%lld w=%lld k=%lld r=%lld s=%lld stride=%lldx%lld "
-             "pad=%lldx%lld dilation=%lldx%lld groups=%lld bias=%s relu=%s) %s seed=%llu%s%s",
+             "pad=%lldx%lld dilation=%lldx%lld groups=%lld bias=%s relu=%s%s) %s seed=%llu%s%s",
              p->layout == VX_NCHW ? "NCHW/KCRS" : p->layout == VX_NHWC ? "NHWC/KRSC" : "bad-layout",
              (long long)p->n, (long long)p->c, (long long)p->h, (long long)p->w,
              (long long)p->k, (long long)p->r, (long long)p->s, (long long)p->stride_h,
@@ -106,7 +106,7 @@ void vt_conv_describe(const vt_conv_case *c, char *buf, size_t len)
              (long long)p->dilation_h, (long long)p->dilation_w, (long long)p->groups,
              c->bias ? "yes" : "NULL",
              p->activation == VX_ACT_RELU ? "yes" : p->activation == VX_ACT_NONE ? "no" : "bad",
-             outs, (unsigned long long)c->seed, c->tag ? " | " : "",
+             c->packed ? " filter=packed" : "", outs, (unsigned long long)c->seed, c->tag ? " | " : "",
              c->tag ? c->tag : "");
 }
 
@@ -225,6 +225,7 @@ int vt_conv_run(const vt_conv_case *c, vt_conv_result *r)
     float *b = c->bias ? alloc_floats(nb) : NULL, *b0 = alloc_floats(nb);
     float *buf = alloc_floats(nbuf), *out = buf + FRONT_GUARD;
     double *ref = malloc(sizeof(double) * (size_t)nout);
+    float *again = NULL; /* packed: the second call's output */
     if (!ref)
         abort();
     for (int64_t i = 0; i < nin; i++)
@@ -253,11 +254,43 @@ int vt_conv_run(const vt_conv_case *c, vt_conv_result *r)
         goto out;
     }
 
-    vx_status s = dyn_conv2d(p, in, f, b, out);
+    vx_status s;
+    if (c->packed) {
+        vx_conv2d_filter *pf = NULL;
+        s = vx_conv2d_filter_create(p, f, &pf);
+        if (s != VX_OK || !pf) {
+            snprintf(r->msg, sizeof r->msg, "vx_conv2d_filter_create returned %s (\"%s\"), expected VX_OK: %s",
+                     vx_status_string(s), vx_last_error(), desc);
+            r->status = s;
+            goto out;
+        }
+        for (int64_t i = 0; i < nf; i++) /* the object holds its own copy */
+            f[i] = NAN;
+        s = dyn_conv2d_packed(p, in, pf, b, out);
+        /* again on the same object (its panels packed now), into a second
+         * output checked against the reference below */
+        again = s == VX_OK ? alloc_floats(nout) : NULL;
+        vx_status s2 = VX_OK;
+        if (again) {
+            for (int64_t i = 0; i < nout; i++)
+                again[i] = NAN;
+            s2 = dyn_conv2d_packed(p, in, pf, b, again);
+        }
+        vx_conv2d_filter_destroy(pf);
+        memcpy(f, f0, sizeof(float) * (size_t)nf);
+        if (s == VX_OK && s2 != VX_OK) {
+            snprintf(r->msg, sizeof r->msg, "the second dyn_conv2d_packed call returned %s (\"%s\"): %s",
+                     vx_status_string(s2), vx_last_error(), desc);
+            r->status = s2;
+            goto out;
+        }
+    } else {
+        s = dyn_conv2d(p, in, f, b, out);
+    }
     r->status = s;
     if (s != VX_OK) {
-        snprintf(r->msg, sizeof r->msg, "dyn_conv2d returned %s (\"%s\"), expected VX_OK: %s",
-                 vx_status_string(s), vx_last_error(), desc);
+        snprintf(r->msg, sizeof r->msg, "%s returned %s (\"%s\"), expected VX_OK: %s",
+                 c->packed ? "dyn_conv2d_packed" : "dyn_conv2d", vx_status_string(s), vx_last_error(), desc);
         goto out;
     }
     if (memcmp(in, in0, sizeof(float) * (size_t)nin) != 0) {
@@ -305,6 +338,14 @@ int vt_conv_run(const vt_conv_case *c, vt_conv_result *r)
 
     vt_ref_conv2d(p, in, f, b, ref);
     double err = vt_rel_err(out, 0, 1, ref, 1, nout);
+    if (again) {
+        const double err2 = vt_rel_err(again, 0, 1, ref, 1, nout);
+        if (!(err2 <= VT_TOL)) {
+            snprintf(r->msg, sizeof r->msg, "the second dyn_conv2d_packed call (panels packed already): relative "
+                     "Frobenius error %.3g > %g: %s", err2, VT_TOL, desc);
+            goto out;
+        }
+    }
     r->rel_err = err;
     if (!(err <= VT_TOL)) {
         int64_t wi = 0;
@@ -324,6 +365,7 @@ int vt_conv_run(const vt_conv_case *c, vt_conv_result *r)
     }
     r->ok = 1;
 out:
+    free(again);
     free(in);
     free(in0);
     free(f);

@@ -17,6 +17,10 @@
 typedef struct {
     vx_conv2d_params p;
     int bias;            /* 0: bias = NULL, 1: k random values */
+    int packed;          /* 1: the filter packed first (vx_conv2d_filter_create, the
+                            caller's array then overwritten with NaN), the call
+                            dyn_conv2d_packed, made twice (the second on
+                            panels packed already), both checked */
     uint64_t seed;
     const char *tag;
 } vt_conv_case;
@@ -62,7 +66,10 @@ typedef struct {
  * after the output bytewise unchanged; the output, pre-filled with
  * NaN/+Inf/-Inf, entirely overwritten with finite values; and the relative
  * Frobenius error against the float64 reference <= VT_TOL (exact zeros when
- * the reference is all zero). Safe to call from any thread. */
+ * the reference is all zero). Safe to call from any thread. With packed,
+ * also that the filter object made from the filter does not read the
+ * caller's array later, and a second call (its panels packed already) is
+ * checked against the reference too. */
 int vt_conv_run(const vt_conv_case *c, vt_conv_result *r);
 
 /* vt_conv_run + cr_assert naming the case (test thread only). */

@@ -216,8 +216,9 @@ static int64_t pick(vt_rng *r, int64_t lo, int64_t hi)
 
 /* The bounds must hold for every combination of the view's fields, not
  * only for those real convolutions produce: random sizes (1 .. 10^5),
- * strides, gathers, tap segments, pixel rows with edge tiles, images and
- * padded fractions of k, on 1 and 2 units with warm and cold pools. */
+ * strides, gathers, tap segments, pixel rows with edge tiles, images,
+ * padded fractions of k and B packed before the call, on 1 and 2 units
+ * with warm and cold pools. */
 VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
 {
     vx_priced_plan *all = malloc(sizeof *all * RANK_MAX);
@@ -242,6 +243,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
             s.a_band_runs = s.a_row && vt_rng_next(&r) % 2 ? pick(&r, 1, 12) : 0;
             s.a_band_pixels = s.a_band_runs ? 0.5 + (double)(vt_rng_next(&r) % 64) / 4.0 : 0.0;
         }
+        s.b_prepacked = vt_rng_next(&r) % 3 == 0; /* a packed filter's panels, read not copied */
         const int t = 1 + (int)(vt_rng_next(&r) % 2);
         char what[32];
         snprintf(what, sizeof what, "view %d", i);

@@ -51,6 +51,9 @@ static const shape shapes[] = {
     { 1, 2, 12, 11, 3, 11, 11, 1, 5, 1, 1 },    /* the most taps it takes */
 };
 
+/* 1: run_forced's calls take their filter packed (dyn_conv2d_packed). */
+static int g_packed;
+
 static void run_forced(const vx_gemm_plan *ov, const char *what)
 {
     vx_plan_set_override(ov);
@@ -65,6 +68,7 @@ static void run_forced(const vx_gemm_plan *ov, const char *what)
             c.bias = (int)((i + (size_t)l) & 1);
             c.p.activation = (i >> 1) & 1 ? VX_ACT_RELU : VX_ACT_NONE;
             c.seed = 1000 + i * 2 + (uint64_t)l;
+            c.packed = g_packed;
             c.tag = what;
             vt_conv_check(&c);
         }
@@ -142,6 +146,7 @@ Test(conv_paths, c_streamed_past_the_caches, .timeout = TMO)
     static const int grids[][2] = { { 2, 1 }, { 1, 2 } };
     char what[96];
     vx_gemm_set_stream_bytes(0);
+    for (int packed = 0; packed < 2; packed++) /* and with the filter packed first */
     for (int pi = 0; pi < 2; pi++)
         for (int f = 0; f < set->nfamilies; f++)
             for (int g = 0; g < 2; g++) {
@@ -156,8 +161,10 @@ Test(conv_paths, c_streamed_past_the_caches, .timeout = TMO)
                 ov.threads = 2;
                 snprintf(what, sizeof what, "C streamed, forced %s %dx%d grid=%dx%d",
                          pi ? "direct" : "pack_b", ov.mr, ov.nr, grids[g][0], grids[g][1]);
+                g_packed = packed;
                 run_forced(&ov, what);
             }
+    g_packed = 0;
     vx_gemm_set_stream_bytes(-1);
 }
 
@@ -200,4 +207,95 @@ Test(conv_paths, band_tiles_forced_on_and_off, .timeout = TMO)
                 run_forced(&ov, what);
             }
     vx_conv_inplace_force_band(-1);
+}
+
+/* A packed filter (dyn_conv2d_packed) on every path and family, and NCHW
+ * run as NHWC: the paths that read its panels (the in-place path, the
+ * pointwise pack-B GEMM) and those that read its copy (the rest) agree
+ * with the reference; each case runs twice on one object (the second call
+ * finds its panels packed) with the same output. */
+Test(conv_paths, packed_filter_each_path_each_family, .timeout = TMO)
+{
+    static const vx_path paths[] = { VX_PATH_PACK_B, VX_PATH_PACKED, VX_PATH_DOT, VX_PATH_CONV_DIRECT };
+    static const char *names[] = { "pack_b", "packed", "dot", "conv_direct" };
+    g_packed = 1;
+    for (int pi = 0; pi < 4; pi++)
+        each_family(paths[pi], 0, names[pi]);
+    each_family(VX_PATH_PACK_B, 1, "pack_b");
+    g_packed = 0;
+}
+
+/* Under one forced plan, the packed filter's panels are the ones a plain
+ * call packs: the same output bit for bit, on the in-place path (whole
+ * rows, band tiles, NCHW via NHWC from KCRS) and the pointwise GEMM. */
+Test(conv_paths, packed_filter_matches_plain_bit_for_bit, .timeout = TMO)
+{
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    static const shape cases[] = {
+        { 2, 16, 8, 8, 17, 3, 3, 1, 1, 1, 1 },
+        { 2, 10, 4, 4, 12, 7, 7, 2, 3, 1, 1 },
+        { 2, 12, 9, 10, 8, 3, 3, 1, 1, 1, 4 },
+        { 1, 17, 8, 9, 19, 1, 1, 1, 0, 1, 1 },
+        { 2, 24, 5, 7, 40, 1, 1, 2, 0, 1, 2 },
+        { 1, 33, 6, 7, 70, 1, 1, 1, 0, 1, 1 },
+        { 2, 100, 4, 5, 70, 1, 1, 1, 0, 1, 1 },  /* pointwise, several k blocks */
+        { 1, 150, 5, 6, 40, 1, 1, 1, 0, 1, 2 },  /* ... and two groups */
+        { 1, 40, 6, 6, 36, 3, 3, 1, 1, 1, 1 },   /* 360 taps x channels: k blocks in place */
+    };
+    int compared = 0;
+    for (int f = 0; f < set->nfamilies; f++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            for (int l = 0; l < 2; l++)
+                for (int via = 0; via < 2 - l; via++) {
+                    const shape *x = &cases[i];
+                    vx_conv2d_params p = { .layout = l ? VX_NHWC : VX_NCHW, .n = x->n, .c = x->c, .h = x->h,
+                                           .w = x->w, .k = x->k, .r = x->r, .s = x->s, .stride_h = x->stride,
+                                           .stride_w = x->stride, .pad_h = x->pad, .pad_w = x->pad,
+                                           .dilation_h = x->dil, .dilation_w = x->dil, .groups = x->groups,
+                                           .activation = VX_ACT_RELU };
+                    vx_gemm_plan ov;
+                    memset(&ov, 0, sizeof ov);
+                    ov.path = VX_PATH_PACK_B;
+                    ov.nr = set->families[f].nr;
+                    ov.mr = set->families[f].mr_max;
+                    ov.conv_via_nhwc = via;
+                    ov.threads_m = ov.threads_n = ov.threads = 1; /* one cell: the same tiles both calls */
+                    ov.kc = 64;
+                    int64_t oh, ow;
+                    cr_assert_eq(vx_conv2d_output_dims(&p, &oh, &ow), VX_OK);
+                    const size_t nin = (size_t)(p.n * p.c * p.h * p.w), nf = (size_t)(p.k * p.c / p.groups * p.r * p.s),
+                                 nout = (size_t)(p.n * p.k * oh * ow);
+                    float *in = malloc(nin * sizeof *in), *filt = malloc(nf * sizeof *filt);
+                    float *bias = malloc((size_t)p.k * sizeof *bias);
+                    float *a = malloc(nout * sizeof *a), *b = malloc(nout * sizeof *b);
+                    cr_assert(in && filt && bias && a && b);
+                    vt_rng r;
+                    vt_rng_seed(&r, 77 + i);
+                    for (size_t j = 0; j < nin; j++)
+                        in[j] = vt_rng_float(&r);
+                    for (size_t j = 0; j < nf; j++)
+                        filt[j] = vt_rng_float(&r);
+                    for (int64_t j = 0; j < p.k; j++)
+                        bias[j] = vt_rng_float(&r);
+                    vx_conv2d_filter *pf = NULL;
+                    cr_assert_eq(vx_conv2d_filter_create(&p, filt, &pf), VX_OK, "%s", vx_last_error());
+                    vx_plan_set_override(&ov);
+                    const vx_status sa = dyn_conv2d(&p, in, filt, bias, a);
+                    const vx_status sb = dyn_conv2d_packed(&p, in, pf, bias, b);
+                    vx_plan_set_override(NULL);
+                    cr_assert(sa == VX_OK && sb == VX_OK, "case %zu %s: %s", i, l ? "NHWC" : "NCHW", vx_last_error());
+                    cr_assert(memcmp(a, b, nout * sizeof *a) == 0,
+                              "case %zu %s%s, forced pack_b %dx%d: the packed filter's output differs from the plain "
+                              "call's", i, l ? "NHWC" : "NCHW", via ? " via NHWC" : "", ov.mr, ov.nr);
+                    compared++;
+                    vx_conv2d_filter_destroy(pf);
+                    free(in);
+                    free(filt);
+                    free(bias);
+                    free(a);
+                    free(b);
+                }
+    cr_assert(compared > 0);
 }

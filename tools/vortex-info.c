@@ -24,7 +24,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: vortex-info [--kernels] [--candidates] [--explain gemm M N K [--col-major] [--transa] [--transb]]\n"
             "                   [--explain conv2d N C H W K R S [--stride S|SHxSW] [--pad P|PHxPW]\n"
-            "                                                   [--dilation D|DHxDW] [--groups G] [--nhwc]]\n"
+            "                                                   [--dilation D|DHxDW] [--groups G] [--nhwc]\n"
+            "                                                   [--packed-filter]]\n"
             "\n"
             "Prints the CPU, ISA, caches, thread count and tuning file Vortex uses.\n"
             "  --kernels            list the generated L0 micro-kernel families per ISA\n"
@@ -37,7 +38,8 @@ static void usage(FILE *f)
             "                       the plan dyn_conv2d would run for a batch of N CxHxW\n"
             "                       images and K RxS filters (NCHW unless --nhwc; stride 1,\n"
             "                       no padding, dilation 1, 1 group unless given): its\n"
-            "                       implicit-GEMM view, the alternatives priced and the pick\n"
+            "                       implicit-GEMM view, the alternatives priced and the pick;\n"
+            "                       --packed-filter: for dyn_conv2d_packed (filter packed once)\n"
             "  --gpu [--dtype f32|tf32|f16|bf16]\n"
             "                       with --explain gemm: the GPU plan (kernel instance,\n"
             "                       split-K, predicted time from the wave model) instead\n"
@@ -120,7 +122,7 @@ static void explain_gemm(const vx_gemm_shape *s, vx_isa isa, const char *what)
     }
 }
 
-static int explain_conv(const vx_conv2d_params *p, vx_isa isa)
+static int explain_conv(const vx_conv2d_params *p, vx_isa isa, int packed)
 {
     enum { SHOW = 4 };
     int64_t oh, ow;
@@ -130,12 +132,14 @@ static int explain_conv(const vx_conv2d_params *p, vx_isa isa)
     }
     vx_conv_view v;
     vx_conv_view_of(p, &v);
+    if (packed)
+        vx_conv_view_with_packed_filter(p, &v);
     printf("conv2d:     %s n=%lld c=%lld h=%lld w=%lld k=%lld r=%lld s=%lld stride=%lldx%lld pad=%lldx%lld "
-           "dilation=%lldx%lld groups=%lld -> output %lld x %lld\n", p->layout == VX_NHWC ? "nhwc" : "nchw",
+           "dilation=%lldx%lld groups=%lld -> output %lld x %lld%s\n", p->layout == VX_NHWC ? "nhwc" : "nchw",
            (long long)p->n, (long long)p->c, (long long)p->h, (long long)p->w, (long long)p->k, (long long)p->r,
            (long long)p->s, (long long)p->stride_h, (long long)p->stride_w, (long long)p->pad_h,
            (long long)p->pad_w, (long long)p->dilation_h, (long long)p->dilation_w, (long long)p->groups,
-           (long long)oh, (long long)ow);
+           (long long)oh, (long long)ow, packed ? ", filter packed (dyn_conv2d_packed)" : "");
     printf("as gemm:    %lld item(s) of m=%lld n=%lld k=%lld; %s\n", (long long)v.items, (long long)v.m,
            (long long)v.n, (long long)v.k,
            v.pointwise ? "pointwise: the input is read in place"
@@ -146,7 +150,9 @@ static int explain_conv(const vx_conv2d_params *p, vx_isa isa)
     vx_plan_conv(p, &v, isa, vx_get_num_threads(), vx_pool_state(), &plan);
     char d[160];
     vx_plan_describe(&plan, d, sizeof d);
-    printf("plan:       %s\n", d);
+    printf("plan:       %s%s\n", d,
+           packed ? vx_conv_reads_panels(p, &v, &plan) ? " (reads the packed panels)" : " (reads the filter's copy)"
+                  : "");
     vx_priced_plan r[SHOW];
     const int n = vx_conv_rank(p, &v, isa, vx_get_num_threads(), vx_pool_state(), r, SHOW);
     const double flops = 2.0 * (double)v.m * (double)v.n * (double)v.k * (double)v.items;
@@ -243,7 +249,7 @@ static int explain_gpu(long long m, long long n, long long k, int col, int ta, i
 
 int main(int argc, char **argv)
 {
-    int kernels = 0, candidates = 0, explain = 0, col = 0, ta = 0, tb = 0, gpu = 0, list_gpu = 0;
+    int kernels = 0, candidates = 0, explain = 0, col = 0, ta = 0, tb = 0, gpu = 0, list_gpu = 0, packed_filter = 0;
     const char *dtype = "f32";
     long long m = 0, n = 0, k = 0;
     vx_conv2d_params cp = { VX_NCHW, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, VX_ACT_NONE };
@@ -311,6 +317,8 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--nhwc")) {
             cp.layout = VX_NHWC;
+        } else if (!strcmp(argv[i], "--packed-filter")) {
+            packed_filter = 1;
         } else if (!strcmp(argv[i], "--col-major")) {
             col = 1;
         } else if (!strcmp(argv[i], "--transa")) {
@@ -339,7 +347,7 @@ int main(int argc, char **argv)
             return 1;
         }
         if (explain == 2)
-            return explain_conv(&cp, (vx_isa)isa);
+            return explain_conv(&cp, (vx_isa)isa, packed_filter);
         /* Same canonicalisation as dyn_gemm: column-major swaps the roles. */
         vx_gemm_shape s;
         if (!col) {

@@ -83,6 +83,27 @@ VX_API vx_status dyn_conv2d(const vx_conv2d_params *p, const float *input, const
 /* The output height and width for p (checks p as dyn_conv2d does). */
 VX_API vx_status vx_conv2d_output_dims(const vx_conv2d_params *p, int64_t *out_h, int64_t *out_w);
 
+/* A filter packed once for every later call that uses it, as a model's
+ * weights are: dyn_conv2d packs its filter into the kernels' panels on
+ * every call, dyn_conv2d_packed reads the panels packed here. Only the
+ * filter's fields of p count (layout, k, c, r, s, groups, checked as
+ * dyn_conv2d checks them); the batch, map size, stride, padding, dilation
+ * and activation may differ from call to call. The filter is copied: the
+ * caller may free or change its array afterwards. Panels of each width the
+ * plans ask for are packed on the first call that needs them (each width
+ * once, thread-safe); the object holds the copy and those panels (about
+ * the filter's size each). Calls may share one object from many threads. */
+typedef struct vx_conv2d_filter vx_conv2d_filter;
+VX_API vx_status vx_conv2d_filter_create(const vx_conv2d_params *p, const float *filter,
+                                         vx_conv2d_filter **out);
+VX_API void vx_conv2d_filter_destroy(vx_conv2d_filter *f);   /* NULL: nothing */
+
+/* dyn_conv2d with a packed filter: the same result, bit for bit where the
+ * same plan runs. p's filter fields must equal those f was created with
+ * (else VX_ERR_INVALID_ARG, nothing written). */
+VX_API vx_status dyn_conv2d_packed(const vx_conv2d_params *p, const float *input, const vx_conv2d_filter *f,
+                                   const float *bias /* NULL or k values */, float *output);
+
 
 /* ---- mixed precision and NVIDIA GPUs -------------------------------------- */
 

@@ -287,6 +287,8 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
         q.layout = VX_NHWC;
         vx_conv_view vq;
         vx_conv_view_of(&q, &vq);
+        if (v.filter_packed)
+            vx_conv_view_with_packed_filter(&q, &vq);
         vx_priced_plan via;
         if (vx_conv_rank(&q, &vq, isa, max_threads, pool_warm, &via, 1) == 1 && via.plan.path != VX_PATH_CONV_DIRECT) {
             const int t = via.plan.threads > 1 ? via.plan.threads : 1;
@@ -294,7 +296,8 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
             via.plan.conv_via_nhwc = 1;
             /* the threads share out whole images (filters): min(t, n) work */
             const int tn = p->n < t ? (int)p->n : t, tk = p->k < t ? (int)p->k : t;
-            /* in place, the filter panels are packed from KCRS itself */
+            /* in place, the filter panels are packed from KCRS itself (or
+             * were packed before the call) */
             const int f_t = rs > 1 && !vx_conv_nhwc_in_place(&q, &vq, via.plan.path);
             via.predicted_ns += transpose_ns(d, (double)p->n * (double)p->c * (double)p->h * (double)p->w, tn) +
                                 (f_t ? transpose_ns(d, (double)p->k * (double)p->c * rs, tk) : 0.0) +
@@ -327,22 +330,23 @@ void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa is
     const vx_plan_key key = { v.m, v.n, v.k,
                               ((int64_t)1 << 50) | (int64_t)p->layout | ((int64_t)v.pointwise << 1) |
                                   ((int64_t)v.depthwise << 2) | ((int64_t)isa << 3) |
-                                  ((int64_t)(pool_warm & 31) << 44) | ((int64_t)max_threads << 6),
+                                  ((int64_t)(pool_warm & 31) << 44) | ((int64_t)v.filter_packed << 49) |
+                                  ((int64_t)max_threads << 6),
                               (int64_t)(((uint64_t)v.items ^ ((uint64_t)vx_shape_geometry_key(&v.shape) << 20)) &
                                         INT64_MAX) };
     vx_path forced = VX_PATH_AUTO;
     if (vx_plan_apply_override(&v.shape, NULL, &forced)) {
         /* Testing: the best GEMM plan with the override applied, or the
          * direct family when the override names it and it applies; run
-         * as NHWC where the override asks (conv_via_nhwc) and that is
-         * offered. */
+         * as NHWC exactly where the override asks (conv_via_nhwc) and that
+         * is offered. */
         vx_priced_plan ranked[6];
         const int got = vx_conv_rank(p, &v, isa, max_threads, pool_warm, ranked, 6);
         const int via = vx_plan_override_via();
         *out = ranked[0].plan;
         for (int i = 0; i < got; i++) {
             const int direct = ranked[i].plan.path == VX_PATH_CONV_DIRECT;
-            if (direct == (forced == VX_PATH_CONV_DIRECT) && (!via || ranked[i].plan.conv_via_nhwc)) {
+            if (direct == (forced == VX_PATH_CONV_DIRECT) && ranked[i].plan.conv_via_nhwc == via) {
                 *out = ranked[i].plan;
                 break;
             }

@@ -123,6 +123,8 @@ typedef struct {
     int64_t cg, kg;            /* input and output channels per group */
     int64_t m, n, k, items;    /* one GEMM item and how many there are */
     int pointwise, depthwise;  /* depthwise: one input channel per group */
+    int filter_packed;         /* the filter's KRSC panels were packed before the call
+                                  (vx_conv2d_filter; vx_conv_view_with_packed_filter) */
     vx_gemm_shape shape;       /* what the GEMM planner sees for one item */
 } vx_conv_view;
 
@@ -159,6 +161,34 @@ static inline int vx_conv_nhwc_in_place(const vx_conv2d_params *p, const vx_conv
 
 /* Fill *v for valid parameters (checked by the caller). */
 void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v);
+
+/* Mark *v as a call whose filter comes packed (dyn_conv2d_packed): the
+ * NHWC GEMM's B is then the filter's panels, which pack-B plans read
+ * instead of packing (levels.h, b_prepacked). An NCHW call's own GEMM
+ * reads the filter as A, so only its plans run as NHWC read panels. */
+static inline void vx_conv_view_with_packed_filter(const vx_conv2d_params *p, vx_conv_view *v)
+{
+    v->filter_packed = 1;
+    v->shape.b_prepacked = p->layout == VX_NHWC;
+}
+
+/* Whether a plan reads the packed filter's panels of width plan->nr: the
+ * NHWC in-place path (conv_inplace.c) and the pack-B GEMM path of a
+ * pointwise NHWC call (gemm.c), each also under an NCHW plan run as NHWC.
+ * Every other plan reads the filter as the plain call does. Where this is
+ * 1 the analyzer priced the plan without its filter copy (cost.c,
+ * b_load_ns). p and v: the call's own parameters and view. */
+static inline int vx_conv_reads_panels(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan)
+{
+    if (!v->filter_packed || plan->path == VX_PATH_CONV_DIRECT)
+        return 0;
+    if (p->layout == VX_NCHW && !plan->conv_via_nhwc)
+        return 0;
+    /* an NCHW view's pointwise flag is the NHWC one's: the same test */
+    if (v->pointwise)
+        return plan->path == VX_PATH_PACK_B;
+    return vx_conv_nhwc_in_place(p, v, plan->path);
+}
 
 /* The plan for p (v: its view, vx_conv_view_of): a GEMM plan run on every item (threads > 1 with a 1x1
  * grid means the items are shared among the threads, one thread each), or

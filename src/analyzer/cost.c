@@ -699,6 +699,20 @@ static inline double inplace_stall(const vx_device_desc *d, const vx_problem *p)
     return plain_operands(p) ? 1.0 - d->inplace_overlap : 1.0;
 }
 
+/* ns per element of B a plan in this mode loads into its panels: a copy
+ * (grid_common), or, where the panels were packed before the call
+ * (b_prepacked: a packed filter) and the mode reads panels, their read
+ * from B's home, a contiguous stream the prefetchers run under the FMAs
+ * as they run an in-place B's: only the measured stalled share counts
+ * (inplace_stall). Priced whole, 49x2048x512 with B transposed (a
+ * pointwise NHWC conv, ResNet-50's c5 at batch 1) kept a packed plan
+ * priced 479 us that ran 515, against pack-B on the packed panels priced
+ * 485 that ran 457 (AMD Zen 4, 2 cores). */
+static inline double b_load_ns(const vx_device_desc *d, const vx_problem *p, int mode, const grid_ctx *x)
+{
+    return p->b_prepacked && mode == VX_LOAD_COPY_B ? inplace_stall(d, p) * d->elem_bytes * x->b_home : x->copy_b;
+}
+
 /* The cell's time for L1 candidate b, whose k block for this k is kb
  * (vx_cost_kc), KB k blocks (k_blocks) and L0 time compute (cell_l0_time). */
 static double price_cell_body(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
@@ -710,7 +724,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     const int64_t cols = x->cols;
     const double a_cell = e * (double)m_c * (double)k, b_cell = e * (double)n_c * (double)k;
     const double copy_b = d->mode_ns[b->mode] +
-                          (double)n_c * b_copied_k(p, b->mode) * x->copy_b;
+                          (double)n_c * b_copied_k(p, b->mode) * b_load_ns(d, p, b->mode, x);
 
     if (b->mode == VX_LOAD_COPY_AB) {
         const int64_t mc = clip_block(b->mc, m_c, m0), nc = clip_block(b->nc, n_c, n0);
@@ -787,8 +801,9 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
          * cores: copied 2.0 ms, in place 0.83; NOTES.md); from a cache,
          * only rows a page or more apart do. */
         const int from_last = x->b_home_last;
-        const double narrow =
-            b_strided || from_last ? (double)n_c * (double)k * d->copy_b_narrow_ns[from_last] : 0;
+        const double narrow = !p->b_prepacked && (b_strided || from_last)
+                                  ? (double)n_c * (double)k * d->copy_b_narrow_ns[from_last]
+                                  : 0;
         return dmax(copy_b, d->mode_ns[b->mode] + narrow) + compute + a_stream;
     }
     /* B in place: the first row tile brings each kb x n0 panel in from B's
@@ -1010,7 +1025,7 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     r.refine = 1;
     double lb = x->fixed + d->mode_ns[mode];
     if (mode != VX_LOAD_NONE)
-        lb += (double)x->n_c * b_copied_k(p, mode) * x->copy_b;
+        lb += (double)x->n_c * b_copied_k(p, mode) * b_load_ns(d, p, mode, x);
     if (mode == VX_LOAD_COPY_AB) {
         r.rest = lb;
         r.copy_a1 = (double)x->m_c * (double)p->k * x->copy_a;
@@ -1148,8 +1163,9 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         grid_pre *P = &grids[ngrids];
         grid_common(d, p, G, packed_rows, &P->x);
         P->g = g;
-        /* an in-place plan overlaps all but the stalled share of B's */
-        const double share = mode_ok(p, VX_LOAD_NONE) ? inplace_stall(d, p) : 1.0;
+        /* an in-place plan, or one reading B's panels packed before the
+         * call (b_load_ns), overlaps all but the stalled share of B's */
+        const double share = mode_ok(p, VX_LOAD_NONE) || p->b_prepacked ? inplace_stall(d, p) : 1.0;
         P->a_row_read = conv_in_place ? 0.0 : e * (double)p->k * P->x.a_home;
         P->b_row_read = share * e * b_k * P->x.b_home;
         for (int i = 0; i < c->n0; i++) {

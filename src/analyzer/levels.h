@@ -219,6 +219,9 @@ typedef struct {
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the
                                   filter taps some output uses); 0 = all */
+    int b_prepacked;           /* B's panels were packed before the call (a filter packed
+                                  once, vx_conv2d_filter): VX_LOAD_COPY_B reads them from
+                                  B's home instead of copying */
     int units_warm;            /* the units are still busy-waiting from a recent region */
     int units_class;           /* what passing data between units costs now against what was
                                   measured: 2^units_class times (vx_units_state) */

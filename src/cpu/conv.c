@@ -43,8 +43,8 @@ static void transpose_all(const transposes *t, int threads)
  * each transpose shared among the plan's threads. One buffer holds the
  * three copies (taken before anything is written). */
 static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
-                               const float *in, const float *filter, const float *bias, float *out,
-                               int *threads_used)
+                               const float *in, const float *filter, const float *panels, const float *bias,
+                               float *out, int *threads_used)
 {
     vx_conv2d_params q = *p;
     q.layout = VX_NHWC;
@@ -69,10 +69,10 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
         transpose_all(&t_f, threads);
     vx_gemm_plan inner = *plan;
     inner.conv_via_nhwc = 0;
-    const vx_status s = in_place ? vx_cpu_conv_nhwc_inplace(&q, &vq, &inner, in_t, filter, rs > 1, bias, out_t,
-                                                            threads_used)
-                                 : vx_cpu_conv2d(&q, &vq, &inner, in_t, f_t_needed ? f_t : filter, bias, out_t,
-                                                 threads_used);
+    const vx_status s = in_place ? vx_cpu_conv_nhwc_inplace(&q, &vq, &inner, in_t, filter, rs > 1, panels, bias,
+                                                            out_t, threads_used)
+                                 : vx_cpu_conv2d(&q, &vq, &inner, in_t, f_t_needed ? f_t : filter, panels, bias,
+                                                 out_t, threads_used);
     if (s != VX_OK)
         return s;
     const transposes t_out = { p->n, pq, p->k, p->k, pq, pq * p->k, p->k * pq, out_t, out };
@@ -81,16 +81,17 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
 }
 
 vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
-                        const float *in, const float *filter, const float *bias, float *out, int *threads_used)
+                        const float *in, const float *filter, const float *panels, const float *bias, float *out,
+                        int *threads_used)
 {
     if (plan->conv_via_nhwc && p->layout == VX_NCHW)
-        return conv_via_nhwc(p, v, plan, in, filter, bias, out, threads_used);
+        return conv_via_nhwc(p, v, plan, in, filter, panels, bias, out, threads_used);
     if (plan->path == VX_PATH_CONV_DIRECT)
         return vx_cpu_conv_direct(p, v, plan, in, filter, bias, out, threads_used);
     if (p->layout == VX_NHWC && !v->pointwise && p->groups == 1 && plan->path == VX_PATH_DOT)
         return vx_cpu_conv_nhwc_dot(p, v, plan, in, filter, bias, out, threads_used);
     if (p->layout == VX_NHWC && vx_conv_nhwc_in_place(p, v, plan->path))
-        return vx_cpu_conv_nhwc_inplace(p, v, plan, in, filter, 0, bias, out, threads_used);
+        return vx_cpu_conv_nhwc_inplace(p, v, plan, in, filter, 0, panels, bias, out, threads_used);
     const int64_t red = v->k, pq = v->p * v->q;
     vx_conv_patches patches;
     vx_conv_patches_init(&patches, p, v, in);
@@ -120,6 +121,10 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
         g.b_rs = 1;
         g.b_cs = red;
         x.b_bs = (vx_batch_stride){ v->kg * red, 0 };
+        if (panels && plan->path == VX_PATH_PACK_B) { /* a group's panels after the last's */
+            x.b_panels = panels;
+            x.b_panels_item = (v->kg + plan->nr - 1) / plan->nr * plan->nr * red;
+        }
         g.c = out;
         g.c_rs = p->k;
         x.c_bs = (vx_batch_stride){ v->kg, 0 };

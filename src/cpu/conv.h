@@ -19,16 +19,21 @@ typedef struct {
  * operand, rows = output pixels; NCHW: the B operand, columns = pixels). */
 void vx_conv_patches_init(vx_conv_patches *x, const vx_conv2d_params *p, const vx_conv_view *v, const float *in);
 
-/* Run plan on valid parameters; bias may be NULL. */
+/* Run plan on valid parameters; bias may be NULL. panels: NULL, or where
+ * the plan reads them (vx_conv_reads_panels) the filter's panels of width
+ * plan->nr, packed before the call (conv_filter.h), which it then reads
+ * instead of packing the filter. */
 vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
-                        const float *in, const float *filter, const float *bias, float *out, int *threads_used);
+                        const float *in, const float *filter, const float *panels, const float *bias, float *out,
+                        int *threads_used);
 
 /* NHWC with the patches read in place (plan->path == VX_PATH_PACK_B):
  * conv_inplace.c. filter: KRSC, or KCRS where filter_kcrs (an NCHW call's,
- * run as NHWC: its panels packed from it directly). */
+ * run as NHWC: its panels packed from it directly); panels: NULL, or the
+ * filter's panels packed before the call (vx_cpu_conv2d), read in place. */
 vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
-                                   const float *in, const float *filter, int filter_kcrs, const float *bias,
-                                   float *out, int *threads_used);
+                                   const float *in, const float *filter, int filter_kcrs, const float *panels,
+                                   const float *bias, float *out, int *threads_used);
 
 /* Testing: the in-place path's band tiles (conv_inplace.c) -1 where they
  * price below the pieces (the default), 0 never, 1 for every class of rows.

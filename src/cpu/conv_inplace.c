@@ -38,6 +38,7 @@ typedef struct {
     float *out;
     const float *filter;         /* KRSC, or KCRS where filter_kcrs */
     int filter_kcrs;
+    const float *packed;         /* the filter's panels packed before the call, or NULL */
     float *ws;                   /* packed filter panels, one slice per thread */
     size_t ws_panel;             /* floats per thread's packed panels (64-byte multiple) */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
@@ -528,7 +529,7 @@ static void band_row(const job *J, int64_t g, int64_t im, int64_t oh, int64_t x0
  * with 512 3x3 filters, pad 1: 13 tiles an image (4 of one row) instead of
  * 21 (14 of one row). */
 static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y1, int64_t imgs, int64_t q0,
-                      int64_t q1, float *const *bp, const tap_bounds *tb)
+                      int64_t q1, const float *const *bp, const tap_bounds *tb)
 {
     const vx_conv2d_params *p = J->p;
     const int64_t Q = J->v->q;
@@ -568,7 +569,7 @@ static void run_block(const job *J, int64_t g, int64_t im, int64_t y0, int64_t y
  * panel): runs of two or more whole output rows of one image go through
  * run_block, a part of a row (where a cell starts or ends) through its
  * segments. */
-static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
+static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, const float *const *bp,
                      const tap_bounds *tb)
 {
     const int64_t Q = J->v->q, P = J->v->p, pq = P * Q;
@@ -603,7 +604,7 @@ static void run_rows(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
  * image (a strided A, rows h*w*c floats apart, and a strided C, p*q*k
  * apart: a pixel's valid taps depend only on its row and column), then
  * each image's other pieces (run_block). */
-static void run_images(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t q0, int64_t q1, float *const *bp,
+static void run_images(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t q0, int64_t q1, const float *const *bp,
                        const tap_bounds *tb)
 {
     const vx_conv2d_params *p = J->p;
@@ -635,7 +636,7 @@ static void run_images(const job *J, int64_t g, int64_t i0, int64_t i1, int64_t 
  * images among them, two or more, through run_images, the rest through
  * run_rows. 36 images of 4x4 with 11x11 filters (stride 2, pad 5): 2x2
  * outputs of one pixel per piece, all stacked across the images. */
-static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *const *bp,
+static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, const float *const *bp,
                        const tap_bounds *tb)
 {
     const int64_t pq = J->v->p * J->v->q;
@@ -674,7 +675,7 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
     for (int i = 0; i < BAND_MEMO; i++)
         memo.ya[i] = -1;
     tb.memo = &memo;
-    float *bp[VX_CONV_INPLACE_MAX_PANELS];
+    const float *bp[VX_CONV_INPLACE_MAX_PANELS];
     for (int64_t s = 0; s < p->s; s++)
         vx_conv_inside(J->v->q, p->w, p->stride_w, s * p->dilation_w - p->pad_w, &tb.s_lo[s], &tb.s_hi[s]);
     for (int64_t r = 0; r < p->r; r++)
@@ -686,17 +687,24 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
     const double rows = (double)cdiv(m1 - m0, J->v->q) + 1.0;
     const int rereads_fit = filter_bytes <= J->cache_share ||
                             rows * filter_bytes <= (double)(q1 - q0) * input_bytes;
+    /* packed before the call: the same panels, read where they are */
+    const float *pre = J->packed ? J->packed + g * J->panels * panel_floats : NULL;
     if (filter_bytes <= input_bytes && rereads_fit && q1 - q0 <= VX_CONV_INPLACE_MAX_PANELS) {
         for (int64_t q = q0; q < q1; q++) {
-            bp[q - q0] = buf + (q - q0) * panel_floats;
-            pack_panel(J, g, q, bp[q - q0]);
+            float *own = buf + (q - q0) * panel_floats;
+            bp[q - q0] = pre ? pre + q * panel_floats : own;
+            if (!pre)
+                pack_panel(J, g, q, own);
         }
         run_pixels(J, g, m0, m1, q0, q1, bp, &tb);
         return;
     }
     bp[0] = buf;
     for (int64_t q = q0; q < q1; q++) {
-        pack_panel(J, g, q, buf);
+        if (pre)
+            bp[0] = pre + q * panel_floats;
+        else
+            pack_panel(J, g, q, buf);
         run_pixels(J, g, m0, m1, q, q + 1, bp, &tb);
     }
 }
@@ -728,8 +736,8 @@ static void task(void *ctx, int tid, int nthreads)
 }
 
 vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
-                                   const float *in, const float *filter, int filter_kcrs, const float *bias,
-                                   float *out, int *threads_used)
+                                   const float *in, const float *filter, int filter_kcrs, const float *panels,
+                                   const float *bias, float *out, int *threads_used)
 {
     const vx_ukernel_set *set = vx_ukernels(plan->isa);
     if (p->layout != VX_NHWC || p->s > MAX_S || p->r * p->s > VX_CONV_INPLACE_MAX_TAPS || plan->family < 0 ||
@@ -759,6 +767,7 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.panels = cdiv(v->kg, plan->nr);
     J.filter = filter;
     J.filter_kcrs = filter_kcrs;
+    J.packed = panels;
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
     const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);
     {

@@ -48,6 +48,7 @@ typedef struct {
 typedef struct {
     int64_t item;
     const float *a, *b, *bias_row, *bias_col;
+    const float *b_panels; /* B packed already (vx_gemm_ext.b_panels), or NULL */
     float *c;
 } item_view;
 
@@ -77,6 +78,7 @@ static item_view view_of(const vx_gemm_args *g, int64_t item)
     v.c = g->c + item_off(g, x->c_bs, item);
     v.bias_row = x->bias_row ? x->bias_row + item_off(g, x->bias_bs, item) : NULL;
     v.bias_col = x->bias_col ? x->bias_col + item_off(g, x->bias_bs, item) : NULL;
+    v.b_panels = x->b_panels ? x->b_panels + item * x->b_panels_item : NULL;
     return v;
 }
 
@@ -400,10 +402,12 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
                 i0 += mm;
             }
             const int copied = pack_b || on_read || (copy_edge && nn < nr);
-            const float *bpan = copied ? bp : bin;
+            /* packed already: the panel's k block in place (cells start on panels) */
+            const float *pre = pack_b && v->b_panels ? v->b_panels + (j0 / nr * g->k + pc) * nr : NULL;
+            const float *bpan = pre ? pre : copied ? bp : bin;
             const int64_t b_rs = copied ? nr : g->b_rs;
             const vx_ukernel_fn *kern = copied ? kern_bp : kern_bs;
-            if (copied && !on_read)
+            if (copied && !on_read && !pre)
                 load_b(g, v, pc, kb, j0, nn, nr, bp);
             for (; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
@@ -539,7 +543,10 @@ static void run_streamed(const job *J, const item_view *v, float *stage, float *
                       (n1 - n0) % lf == 0 && sc % lf == 0;
     const int staged = whole_rows || lined;
     const int fetch_a = fetches_a(g, kb);
-    if (pack_b) /* every panel of the cell, once: panel q at bp + q * kb * nr */
+    /* every panel of the cell, once: panel q at bp + q * kb * nr (packed
+     * already: the same layout, from the cell's first panel; kb is all of k) */
+    const float *panels = pack_b && v->b_panels ? v->b_panels + n0 / nr * kb * nr : bp;
+    if (pack_b && !v->b_panels)
         load_b(g, v, 0, kb, n0, n1 - n0, nr, bp);
     vx_stream out;
     if (whole_rows)
@@ -559,7 +566,7 @@ static void run_streamed(const job *J, const item_view *v, float *stage, float *
             const int64_t c_rs = staged ? cw : g->c_rs;
             for (int64_t j0 = c0; j0 < c0 + cw; j0 += nr) {
                 const int64_t nn = min64(nr, c0 + cw - j0);
-                const float *b = pack_b ? bp + (j0 - n0) / nr * kb * nr : v->b + j0 * g->b_cs;
+                const float *b = pack_b ? panels + (j0 - n0) / nr * kb * nr : v->b + j0 * g->b_cs;
                 kern[mm - 1](kb, arow, g->a_rs, g->a_cs, b, pack_b ? nr : g->b_rs, c + (j0 - c0), c_rs, nn,
                              g->alpha, 0.0f, epilogue_at(g, v, 1, i0, j0, &epb));
             }

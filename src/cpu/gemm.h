@@ -35,6 +35,11 @@ typedef struct {
     vx_batch_stride a_bs, b_bs, c_bs, bias_bs;
     const float *bias_row, *bias_col;     /* epilogue bias per row of C / per column, or NULL */
     int relu, epilogue;                   /* epilogue != 0: apply bias/relu after the last K block */
+    const float *b_panels;                /* non-NULL: B packed already, for the plan's nr (a packed
+                                             filter, conv_filter.h): panel q of item i, k x nr, at
+                                             b_panels + i * b_panels_item + q * k * nr; pack-B plans
+                                             read it instead of packing B */
+    int64_t b_panels_item;
 } vx_gemm_ext;
 
 /* C[i][j] = alpha * sum_p A[i][p] B[p][j] + beta * C[i][j], with
