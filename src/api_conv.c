@@ -135,9 +135,13 @@ static vx_status run_conv(const char *fn, const vx_conv2d_params *p, vx_conv_vie
     /* the packed filter's panels where the plan reads them (packed once
      * per width, on the first call that asks) */
     const float *panels = NULL;
-    if (packed && vx_conv_reads_panels(p, v, &plan) &&
-        !(panels = vx_conv_filter_panels(packed, plan.nr)))
-        return vx_fail(VX_ERR_NO_MEMORY, "%s: out of memory packing the filter's panels (%d wide)", fn, plan.nr);
+    const int kind = packed ? vx_conv_panels_read(p, v, &plan) : VX_CONV_PANELS_NONE;
+    if (kind != VX_CONV_PANELS_NONE) {
+        const int width = kind == VX_CONV_PANELS_B ? plan.nr : plan.mr;
+        if (!(panels = vx_conv_filter_panels(packed, kind, width)))
+            return vx_fail(VX_ERR_NO_MEMORY, "%s: out of memory packing the filter's %s panels (%d)", fn,
+                           kind == VX_CONV_PANELS_B ? "column" : "row", width);
+    }
     s = vx_cpu_conv2d(p, v, &plan, input, filter, panels, bias, output, &threads);
     if (stream)
         vx_pool_stream_note();

@@ -244,6 +244,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
             s.a_band_pixels = s.a_band_runs ? 0.5 + (double)(vt_rng_next(&r) % 64) / 4.0 : 0.0;
         }
         s.b_prepacked = vt_rng_next(&r) % 3 == 0; /* a packed filter's panels, read not copied */
+        s.a_prepacked = vt_rng_next(&r) % 3 == 0;
         const int t = 1 + (int)(vt_rng_next(&r) % 2);
         char what[32];
         snprintf(what, sizeof what, "view %d", i);

@@ -50,17 +50,28 @@ static vt_conv_case draw_packed(vt_rng *g)
     }
 }
 
-Test(packed, random_sweep, .timeout = TMO)
+static void run_sweep(uint64_t seed, int count, const char *label)
 {
     vt_rng g;
-    vt_rng_seed(&g, 0xF117E5ull);
+    vt_rng_seed(&g, seed);
     char tag[64];
-    for (int i = 0; i < 120; i++) {
+    for (int i = 0; i < count; i++) {
         vt_conv_case x = draw_packed(&g);
-        snprintf(tag, sizeof tag, "packed sweep case %d", i);
+        snprintf(tag, sizeof tag, "%s case %d", label, i);
         x.tag = tag;
         vt_conv_check(&x);
     }
+}
+
+Test(packed, random_sweep, .timeout = TMO) { run_sweep(0xF117E5ull, 120, "packed sweep"); }
+
+/* The AVX2 families (8-wide panels) on this machine too. Criterion runs
+ * each test in its own process, so the ISA is set before the library
+ * reads it. */
+static void init_avx2(void) { setenv("VORTEX_ISA", "avx2", 1); }
+Test(packed, random_sweep_avx2, .init = init_avx2, .timeout = TMO)
+{
+    run_sweep(0xA2F117ull, 60, "packed sweep, VORTEX_ISA=avx2");
 }
 
 /* Larger channel counts than the sweep's: several panels of every family,

@@ -227,7 +227,9 @@ Test(conv_paths, packed_filter_each_path_each_family, .timeout = TMO)
 
 /* Under one forced plan, the packed filter's panels are the ones a plain
  * call packs: the same output bit for bit, on the in-place path (whole
- * rows, band tiles, NCHW via NHWC from KCRS) and the pointwise GEMM. */
+ * rows, band tiles, NCHW via NHWC from KCRS), the pointwise GEMM (column
+ * panels) and NCHW's packed GEMM (row panels; row blocks of two tiles, so
+ * blocks start mid-filter). */
 Test(conv_paths, packed_filter_matches_plain_bit_for_bit, .timeout = TMO)
 {
     const int isa = vx_active_isa();
@@ -245,6 +247,7 @@ Test(conv_paths, packed_filter_matches_plain_bit_for_bit, .timeout = TMO)
         { 1, 40, 6, 6, 36, 3, 3, 1, 1, 1, 1 },   /* 360 taps x channels: k blocks in place */
     };
     int compared = 0;
+    for (int path = 0; path < 3; path++) /* pack_b; packed on one cell; packed on a 2 x 1 grid */
     for (int f = 0; f < set->nfamilies; f++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             for (int l = 0; l < 2; l++)
@@ -257,11 +260,14 @@ Test(conv_paths, packed_filter_matches_plain_bit_for_bit, .timeout = TMO)
                                            .activation = VX_ACT_RELU };
                     vx_gemm_plan ov;
                     memset(&ov, 0, sizeof ov);
-                    ov.path = VX_PATH_PACK_B;
+                    ov.path = path ? VX_PATH_PACKED : VX_PATH_PACK_B;
                     ov.nr = set->families[f].nr;
                     ov.mr = set->families[f].mr_max;
+                    ov.mc = path ? 2 * ov.mr : 0;
                     ov.conv_via_nhwc = via;
-                    ov.threads_m = ov.threads_n = ov.threads = 1; /* one cell: the same tiles both calls */
+                    /* fixed cells: the same tiles both calls */
+                    ov.threads_m = ov.threads = path == 2 ? 2 : 1;
+                    ov.threads_n = 1;
                     ov.kc = 64;
                     int64_t oh, ow;
                     cr_assert_eq(vx_conv2d_output_dims(&p, &oh, &ow), VX_OK);
@@ -287,8 +293,9 @@ Test(conv_paths, packed_filter_matches_plain_bit_for_bit, .timeout = TMO)
                     vx_plan_set_override(NULL);
                     cr_assert(sa == VX_OK && sb == VX_OK, "case %zu %s: %s", i, l ? "NHWC" : "NCHW", vx_last_error());
                     cr_assert(memcmp(a, b, nout * sizeof *a) == 0,
-                              "case %zu %s%s, forced pack_b %dx%d: the packed filter's output differs from the plain "
-                              "call's", i, l ? "NHWC" : "NCHW", via ? " via NHWC" : "", ov.mr, ov.nr);
+                              "case %zu %s%s, forced %s %dx%d: the packed filter's output differs from the plain "
+                              "call's", i, l ? "NHWC" : "NCHW", via ? " via NHWC" : "", path ? "packed" : "pack_b",
+                              ov.mr, ov.nr);
                     compared++;
                     vx_conv2d_filter_destroy(pf);
                     free(in);

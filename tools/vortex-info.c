@@ -151,8 +151,10 @@ static int explain_conv(const vx_conv2d_params *p, vx_isa isa, int packed)
     char d[160];
     vx_plan_describe(&plan, d, sizeof d);
     printf("plan:       %s%s\n", d,
-           packed ? vx_conv_reads_panels(p, &v, &plan) ? " (reads the packed panels)" : " (reads the filter's copy)"
-                  : "");
+           !packed                                                      ? ""
+           : vx_conv_panels_read(p, &v, &plan) == VX_CONV_PANELS_B ? " (reads the packed column panels)"
+           : vx_conv_panels_read(p, &v, &plan) == VX_CONV_PANELS_A ? " (reads the packed row panels)"
+                                                                   : " (reads the filter's copy)");
     vx_priced_plan r[SHOW];
     const int n = vx_conv_rank(p, &v, isa, vx_get_num_threads(), vx_pool_state(), r, SHOW);
     const double flops = 2.0 * (double)v.m * (double)v.n * (double)v.k * (double)v.items;

@@ -163,31 +163,37 @@ static inline int vx_conv_nhwc_in_place(const vx_conv2d_params *p, const vx_conv
 void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v);
 
 /* Mark *v as a call whose filter comes packed (dyn_conv2d_packed): the
- * NHWC GEMM's B is then the filter's panels, which pack-B plans read
- * instead of packing (levels.h, b_prepacked). An NCHW call's own GEMM
- * reads the filter as A, so only its plans run as NHWC read panels. */
+ * NHWC GEMM's B is then the filter's column panels, which pack-B plans
+ * read instead of packing (levels.h, b_prepacked); the NCHW GEMM's A is
+ * the filter's row panels, which packed plans read instead of copying
+ * (a_prepacked). */
 static inline void vx_conv_view_with_packed_filter(const vx_conv2d_params *p, vx_conv_view *v)
 {
     v->filter_packed = 1;
     v->shape.b_prepacked = p->layout == VX_NHWC;
+    v->shape.a_prepacked = p->layout == VX_NCHW;
 }
 
-/* Whether a plan reads the packed filter's panels of width plan->nr: the
- * NHWC in-place path (conv_inplace.c) and the pack-B GEMM path of a
- * pointwise NHWC call (gemm.c), each also under an NCHW plan run as NHWC.
- * Every other plan reads the filter as the plain call does. Where this is
- * 1 the analyzer priced the plan without its filter copy (cost.c,
- * b_load_ns). p and v: the call's own parameters and view. */
-static inline int vx_conv_reads_panels(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan)
+/* Which panels of a packed filter a plan reads (conv_filter.h):
+ * VX_CONV_PANELS_B, plan->nr wide, on the NHWC in-place path
+ * (conv_inplace.c) and the pack-B GEMM path of a pointwise NHWC call
+ * (gemm.c), each also under an NCHW plan run as NHWC; VX_CONV_PANELS_A,
+ * plan->mr rows, on an NCHW call's own packed GEMM path (gemm.c,
+ * run_packed); else none (the plan reads the filter as the plain call
+ * does). Where panels are read the analyzer priced the plan without the
+ * filter's copy (cost.c, b_load_ns and cell_rates). p and v: the call's
+ * own parameters and view. */
+enum { VX_CONV_PANELS_NONE = 0, VX_CONV_PANELS_B = 1, VX_CONV_PANELS_A = 2 };
+static inline int vx_conv_panels_read(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan)
 {
     if (!v->filter_packed || plan->path == VX_PATH_CONV_DIRECT)
-        return 0;
+        return VX_CONV_PANELS_NONE;
     if (p->layout == VX_NCHW && !plan->conv_via_nhwc)
-        return 0;
+        return plan->path == VX_PATH_PACKED ? VX_CONV_PANELS_A : VX_CONV_PANELS_NONE;
     /* an NCHW view's pointwise flag is the NHWC one's: the same test */
     if (v->pointwise)
-        return plan->path == VX_PATH_PACK_B;
-    return vx_conv_nhwc_in_place(p, v, plan->path);
+        return plan->path == VX_PATH_PACK_B ? VX_CONV_PANELS_B : VX_CONV_PANELS_NONE;
+    return vx_conv_nhwc_in_place(p, v, plan->path) ? VX_CONV_PANELS_B : VX_CONV_PANELS_NONE;
 }
 
 /* The plan for p (v: its view, vx_conv_view_of): a GEMM plan run on every item (threads > 1 with a 1x1

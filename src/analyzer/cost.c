@@ -411,7 +411,7 @@ static inline int a_rows_apart(const vx_problem *p)
 static int64_t packed_a_rows_max(const vx_device_desc *d, const vx_problem *p)
 {
     const vx_mem_level *L1 = &d->mem[0];
-    if (!a_rows_apart(p) || p->k < VX_PACKED_A_IN_PLACE_MIN_K)
+    if (!a_rows_apart(p) || p->a_prepacked || p->k < VX_PACKED_A_IN_PLACE_MIN_K)
         return 0;
     const int64_t held = vx_rows_held((int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
     return held < VX_PACKED_A_IN_PLACE_MAX_ROWS ? held : VX_PACKED_A_IN_PLACE_MAX_ROWS;
@@ -468,10 +468,14 @@ static inline int rate_mode(int a_in_place, int mode)
 /* What depends on the tile's height: whether a packed plan reads A in
  * place, and the rate A is copied at (where it does, the rate it is read
  * from home). */
+/* A's panels packed before the call (a_prepacked: an NCHW call's packed
+ * filter) are read like the first pass of an A read in place: from A's
+ * home, per column block, with nothing copied. */
 static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, grid_ctx *x)
 {
     x->a_packed_in_place = m0 <= x->packed_a_rows;
-    x->copy_a = x->a_packed_in_place ? d->elem_bytes * x->a_home : copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
+    x->copy_a = x->a_packed_in_place || p->a_prepacked ? d->elem_bytes * x->a_home
+                                                       : copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
 }
 
 /* An L0 tile's row and column tiles of the problem and the height of its

@@ -222,6 +222,8 @@ typedef struct {
     int b_prepacked;           /* B's panels were packed before the call (a filter packed
                                   once, vx_conv2d_filter): VX_LOAD_COPY_B reads them from
                                   B's home instead of copying */
+    int a_prepacked;           /* ... A's mr-row panels (an NCHW call's packed filter):
+                                  VX_LOAD_COPY_AB reads them instead of copying A */
     int units_warm;            /* the units are still busy-waiting from a recent region */
     int units_class;           /* what passing data between units costs now against what was
                                   measured: 2^units_class times (vx_units_state) */

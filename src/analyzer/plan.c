@@ -39,6 +39,7 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->a_kfrac = s->a_kfrac;
     p->b_kfrac = s->b_kfrac;
     p->b_prepacked = s->b_prepacked;
+    p->a_prepacked = s->a_prepacked;
     p->units_warm = vx_units_state_warm(s->pool_warm);
     p->units_class = vx_units_state_class(s->pool_warm);
 }
@@ -111,7 +112,7 @@ static void clip_blocks(const vx_gemm_shape *s, vx_gemm_plan *p)
 static int plain_shape(const vx_gemm_shape *s)
 {
     return !s->a_gathered && !s->b_gathered && s->a_seg == 0 && s->a_row == 0 && s->a_img == 0 &&
-           s->a_edge_rows == 0 && s->a_band_runs == 0 && !s->b_prepacked && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
+           s->a_edge_rows == 0 && s->a_band_runs == 0 && !s->b_prepacked && !s->a_prepacked && s->a_run == 0 && s->b_run == 0 && !(s->a_kfrac > 0) && !(s->b_kfrac > 0);
 }
 
 int64_t vx_shape_geometry_key(const vx_gemm_shape *s)
@@ -122,7 +123,7 @@ int64_t vx_shape_geometry_key(const vx_gemm_shape *s)
                        ((uint64_t)s->a_edge_rows << 4) ^ ((uint64_t)(s->a_kfrac * 65536.0) << 8) ^
                        ((uint64_t)(s->b_kfrac * 65536.0) << 30) ^ ((uint64_t)s->a_pitch << 14) ^
                        ((uint64_t)s->a_band_runs << 52) ^ ((uint64_t)(s->a_band_pixels * 256.0) << 26) ^
-                       ((uint64_t)s->b_prepacked << 62);
+                       ((uint64_t)s->b_prepacked << 62) ^ ((uint64_t)s->a_prepacked << 61);
     return (int64_t)(h & INT64_MAX);
 }
 

@@ -44,6 +44,8 @@ typedef struct {
     double a_band_pixels; /* ... each tap column over this many of a row's pixels (levels.h) */
     int b_prepacked;      /* B's nr-wide panels exist already (a packed filter): pack-B plans
                              read them instead of packing (levels.h) */
+    int a_prepacked;      /* A's mr-row panels exist already (an NCHW packed filter): packed
+                             plans read them instead of copying A (levels.h) */
 } vx_gemm_shape;
 
 typedef struct {

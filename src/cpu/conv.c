@@ -137,6 +137,10 @@ vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const 
         g.a_rs = red;
         g.a_cs = 1;
         x.a_bs = (vx_batch_stride){ 0, v->kg * red };
+        if (panels && plan->path == VX_PATH_PACKED) { /* a group's row panels after the last's */
+            x.a_panels = panels;
+            x.a_panels_bs = (vx_batch_stride){ 0, (v->kg + plan->mr - 1) / plan->mr * plan->mr * red };
+        }
         if (v->pointwise) {
             g.b = in;
             g.b_rs = p->h * p->w;

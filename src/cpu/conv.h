@@ -20,9 +20,9 @@ typedef struct {
 void vx_conv_patches_init(vx_conv_patches *x, const vx_conv2d_params *p, const vx_conv_view *v, const float *in);
 
 /* Run plan on valid parameters; bias may be NULL. panels: NULL, or where
- * the plan reads them (vx_conv_reads_panels) the filter's panels of width
- * plan->nr, packed before the call (conv_filter.h), which it then reads
- * instead of packing the filter. */
+ * the plan reads them (vx_conv_panels_read) the filter's panels of that
+ * kind, plan->nr wide or plan->mr tall, packed before the call
+ * (conv_filter.h), which it then reads instead of packing the filter. */
 vx_status vx_cpu_conv2d(const vx_conv2d_params *p, const vx_conv_view *v, const vx_gemm_plan *plan,
                         const float *in, const float *filter, const float *panels, const float *bias, float *out,
                         int *threads_used);

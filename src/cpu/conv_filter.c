@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/conv_plan.h"
 #include "cpu/pack.h"
 
 static inline int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -28,12 +29,14 @@ int vx_conv_filter_fits(const vx_conv2d_filter *f, const vx_conv2d_params *p, ch
     return 1;
 }
 
-/* Pack every group's panels of width nr (layout: conv_filter.h). */
-static float *pack_all(const vx_conv2d_filter *f, int nr)
+/* Pack every group's panels of this kind and width (layout:
+ * conv_filter.h). */
+static float *pack_all(const vx_conv2d_filter *f, int kind, int width)
 {
-    const int64_t panels = cdiv(f->kg, nr);
+    const int nr = width;
+    const int64_t panels = cdiv(f->kg, width);
     size_t floats;
-    if (__builtin_mul_overflow((size_t)(f->groups * panels), (size_t)(f->red * nr), &floats) ||
+    if (__builtin_mul_overflow((size_t)(f->groups * panels), (size_t)(f->red * width), &floats) ||
         floats > SIZE_MAX / sizeof(float) - 64)
         return NULL;
     void *mem = NULL;
@@ -41,6 +44,12 @@ static float *pack_all(const vx_conv2d_filter *f, int nr)
         return NULL;
     float *out = mem;
     const int64_t rs = f->r * f->s;
+    if (kind == VX_CONV_PANELS_A) { /* the KCRS rows themselves, mr at a time */
+        for (int64_t g = 0; g < f->groups; g++)
+            vx_pack_a(f->kg, f->red, f->raw + g * f->kg * f->red, f->red, 1, width,
+                      out + g * panels * width * f->red);
+        return out;
+    }
     for (int64_t g = 0; g < f->groups; g++)
         for (int64_t q = 0; q < panels; q++) {
             const int64_t k0 = q * nr, nb = f->kg - k0 < nr ? f->kg - k0 : nr;
@@ -54,17 +63,18 @@ static float *pack_all(const vx_conv2d_filter *f, int nr)
     return out;
 }
 
-const float *vx_conv_filter_panels(const vx_conv2d_filter *cf, int nr)
+const float *vx_conv_filter_panels(const vx_conv2d_filter *cf, int kind, int width)
 {
     /* the filter is const to its users; its panel cache is not */
     vx_conv2d_filter *f = (vx_conv2d_filter *)cf;
-    if (nr < 1)
+    if (width < 1 || (kind != VX_CONV_PANELS_A && kind != VX_CONV_PANELS_B) ||
+        (kind == VX_CONV_PANELS_A && f->layout != VX_NCHW))
         return NULL;
     for (int i = 0; i < VX_CONV_FILTER_WIDTHS; i++) {
         float *p = atomic_load_explicit(&f->width[i].panels, memory_order_acquire);
         if (!p)
-            break; /* widths fill in order */
-        if (f->width[i].nr == nr)
+            break; /* sets fill in order */
+        if (f->width[i].kind == kind && f->width[i].width == width)
             return p;
     }
     pthread_mutex_lock(&f->lock);
@@ -74,13 +84,14 @@ const float *vx_conv_filter_panels(const vx_conv2d_filter *cf, int nr)
         float *p = atomic_load_explicit(&f->width[i].panels, memory_order_relaxed);
         if (!p)
             break;
-        if (f->width[i].nr == nr) {
+        if (f->width[i].kind == kind && f->width[i].width == width) {
             found = p;
             break;
         }
     }
-    if (!found && i < VX_CONV_FILTER_WIDTHS && (found = pack_all(f, nr))) {
-        f->width[i].nr = nr;
+    if (!found && i < VX_CONV_FILTER_WIDTHS && (found = pack_all(f, kind, width))) {
+        f->width[i].kind = kind;
+        f->width[i].width = width;
         atomic_store_explicit(&f->width[i].panels, found, memory_order_release);
     }
     pthread_mutex_unlock(&f->lock);

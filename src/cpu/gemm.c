@@ -49,6 +49,7 @@ typedef struct {
     int64_t item;
     const float *a, *b, *bias_row, *bias_col;
     const float *b_panels; /* B packed already (vx_gemm_ext.b_panels), or NULL */
+    const float *a_panels; /* A packed already (vx_gemm_ext.a_panels), or NULL */
     float *c;
 } item_view;
 
@@ -79,6 +80,7 @@ static item_view view_of(const vx_gemm_args *g, int64_t item)
     v.bias_row = x->bias_row ? x->bias_row + item_off(g, x->bias_bs, item) : NULL;
     v.bias_col = x->bias_col ? x->bias_col + item_off(g, x->bias_bs, item) : NULL;
     v.b_panels = x->b_panels ? x->b_panels + item * x->b_panels_item : NULL;
+    v.a_panels = x->a_panels ? x->a_panels + item_off(g, x->a_panels_bs, item) : NULL;
     return v;
 }
 
@@ -194,15 +196,20 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     const vx_gemm_args *g = J->g;
     const vx_gemm_plan *P = J->plan;
     const int mr = P->mr, nr = P->nr;
-    const int a_in_place = reads_a_in_place(g, mr), b_on_read = packs_b_on_read(g);
+    int64_t mc, kc, nc;
+    block_sizes(g, P, &mc, &kc, &nc);
+    /* A packed already: its panels, mr * k apart, read where they are (the
+     * panel of row i0, a multiple of mr, at i0 * k; its k block at pc * mm);
+     * row blocks must then start on panels (a testing override may set any
+     * mc) */
+    const float *a_pre = mc % mr == 0 ? v->a_panels : NULL;
+    const int a_in_place = !a_pre && reads_a_in_place(g, mr), b_on_read = packs_b_on_read(g);
     const vx_ukernel_fn *kern = J->fam->kern[a_in_place ? VX_UK_AS_BP : VX_UK_AP_BP];
     const vx_ukernel_pk_fn *kern_pk = b_on_read ? pk_kernels(J, b_fetched_far(g)) : NULL;
     /* A's strides for the kernels: in place, the matrix's; packed, the
      * packed kernels take none */
     const int64_t a_rs = a_in_place ? g->a_rs : 0, a_cs = a_in_place ? g->a_cs : 0;
-    int64_t mc, kc, nc;
     vx_epilogue epb;
-    block_sizes(g, P, &mc, &kc, &nc);
     /* One row block, B packed as it is read: no panel of B is read again
      * after its row tiles, so each goes to the same buffer (hot in L1/L2)
      * instead of its place in a kc x nc block: 80x2304x768 (9x48, one
@@ -222,8 +229,10 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                 load_b(g, v, pc, kb, jc, nb, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += mc) {
                 const int64_t mb = min64(mc, m1 - ic);
-                const float *ablk = a_in_place ? v->a + ic * g->a_rs + pc * g->a_cs : ap;
-                if (!a_in_place)
+                const float *ablk = a_in_place ? v->a + ic * g->a_rs + pc * g->a_cs
+                                    : a_pre      ? a_pre + ic * g->k + pc * min64(mr, mb)
+                                                 : ap;
+                if (!a_in_place && !a_pre)
                     load_a(g, v, ic, mb, pc, kb, mr, ap);
                 for (int64_t jr = 0; jr < nb; jr += nr) {
                     const int64_t nn = min64(nr, nb - jr);
@@ -241,8 +250,11 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                     }
                     for (; ir < mb; ir += mr) {
                         const int64_t mm = min64(mr, mb - ir);
-                        /* a packed panel starts mr * kb floats after the last */
-                        const float *apan = a_in_place ? ablk + ir * g->a_rs : ap + ir * kb;
+                        /* a packed panel starts mr * kb floats after the last (packed
+                         * already: mr * k, its k block at pc * mm) */
+                        const float *apan = a_in_place ? ablk + ir * g->a_rs
+                                            : a_pre    ? a_pre + (ic + ir) * g->k + pc * mm
+                                                       : ap + ir * kb;
                         kern[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn, g->alpha,
                                      beta, epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb));
                     }

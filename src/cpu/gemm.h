@@ -40,6 +40,13 @@ typedef struct {
                                              b_panels + i * b_panels_item + q * k * nr; pack-B plans
                                              read it instead of packing B */
     int64_t b_panels_item;
+    const float *a_panels;                /* non-NULL: A packed already, for the plan's mr (an NCHW
+                                             packed filter): panel r of an item (rows r*mr ..,
+                                             rows_r = min(mr, m - r*mr) of them) at its offset
+                                             (a_panels_bs) + r * mr * k, element (i, p) at
+                                             p * rows_r + i (vx_pack_a's layout over all of k);
+                                             packed plans read it instead of copying A */
+    vx_batch_stride a_panels_bs;
 } vx_gemm_ext;
 
 /* C[i][j] = alpha * sum_p A[i][p] B[p][j] + beta * C[i][j], with
