@@ -73,6 +73,12 @@ if [ -x build/benchmarks/vortex-bench-conv ]; then
   else
     echo "conv benchmark smoke failed"; failed=$((failed + 1))
   fi
+  echo "== conv benchmark smoke, packed filters (5 s) =="
+  if timeout 120 build/benchmarks/vortex-bench-conv --suite small --quick --max-seconds 5 --vortex-filter packed; then
+    passed=$((passed + 1))
+  else
+    echo "conv benchmark smoke (packed filters) failed"; failed=$((failed + 1))
+  fi
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

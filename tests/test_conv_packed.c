@@ -256,6 +256,14 @@ static vx_conv2d_params base(vx_tensor_layout l)
     return p;
 }
 
+/* The fields the bad-argument tests change, by name. */
+enum { F_K, F_C, F_R, F_S, F_GROUPS, F_STRIDE_H, F_PAD_H };
+static int64_t *field_of(vx_conv2d_params *q, int f)
+{
+    int64_t *const at[] = { &q->k, &q->c, &q->r, &q->s, &q->groups, &q->stride_h, &q->pad_h };
+    return at[f];
+}
+
 enum { ABUF = 4096 };
 static float g_in[ABUF], g_f[ABUF], g_b[ABUF], g_out[ABUF];
 
@@ -280,11 +288,10 @@ Test(packed, bad_create_arguments, .timeout = TMO)
     expect_create_fails(&p, NULL, 0, "filter NULL");
     expect_create_fails(&p, g_f, 1, "out NULL");
     static const char *const fields[] = { "k", "c", "r", "s", "groups" };
-    for (int f = 0; f < 5; f++)
+    for (int f = F_K; f <= F_GROUPS; f++)
         for (int64_t v = -1; v <= 0; v++) {
             vx_conv2d_params q = p;
-            int64_t *field = f == 0 ? &q.k : f == 1 ? &q.c : f == 2 ? &q.r : f == 3 ? &q.s : &q.groups;
-            *field = v;
+            *field_of(&q, f) = v;
             char why[48];
             snprintf(why, sizeof why, "%s = %lld", fields[f], (long long)v);
             expect_create_fails(&q, g_f, 0, why);
@@ -339,28 +346,18 @@ Test(packed, bad_call_arguments, .timeout = TMO)
         vx_conv2d_params q = p;
         q.layout = l ? VX_NCHW : VX_NHWC;
         expect_call_fails(&q, pf, 0, 0, "the other layout");
-        q = p;
-        q.k = 4; /* still divisible by groups */
-        expect_call_fails(&q, pf, 0, 0, "another k");
-        q = p;
-        q.c = 6;
-        expect_call_fails(&q, pf, 0, 0, "another c");
-        q = p;
-        q.r = 2;
-        expect_call_fails(&q, pf, 0, 0, "another r");
-        q = p;
-        q.s = 1;
-        expect_call_fails(&q, pf, 0, 0, "another s");
-        q = p;
-        q.groups = 1;
-        expect_call_fails(&q, pf, 0, 0, "another groups");
-        q = p;
-        q.stride_h = 0;
-        expect_call_fails(&q, pf, 0, 0, "stride 0");
-        q = p;
-        q.h = 1;
-        q.pad_h = 0;
-        expect_call_fails(&q, pf, 0, 0, "no output rows");
+        /* one field changed: the filter's (k still divisible by groups),
+         * or the map's into an invalid call */
+        static const struct { int field; int64_t value; const char *why; } changes[] = {
+            { F_K, 4, "another k" }, { F_C, 6, "another c" }, { F_R, 2, "another r" },
+            { F_S, 1, "another s" }, { F_GROUPS, 1, "another groups" }, { F_STRIDE_H, 0, "stride 0" },
+            { F_PAD_H, -1, "negative padding" },
+        };
+        for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+            q = p;
+            *field_of(&q, changes[i].field) = changes[i].value;
+            expect_call_fails(&q, pf, 0, 0, changes[i].why);
+        }
         vx_conv2d_filter_destroy(pf);
     }
 }
