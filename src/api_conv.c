@@ -133,15 +133,12 @@ static vx_status run_conv(const char *fn, const vx_conv2d_params *p, vx_conv_vie
     }
     int threads = 1;
     /* the packed filter's panels where the plan reads them (packed once
-     * per width, on the first call that asks) */
-    const float *panels = NULL;
+     * per kind and width, on the first call that asks); where they cannot
+     * be had (no memory for them, or the object's sets all taken), the
+     * plan packs from the object's copy as dyn_conv2d does */
     const int kind = packed ? vx_conv_panels_read(p, v, &plan) : VX_CONV_PANELS_NONE;
-    if (kind != VX_CONV_PANELS_NONE) {
-        const int width = kind == VX_CONV_PANELS_B ? plan.nr : plan.mr;
-        if (!(panels = vx_conv_filter_panels(packed, kind, width)))
-            return vx_fail(VX_ERR_NO_MEMORY, "%s: out of memory packing the filter's %s panels (%d)", fn,
-                           kind == VX_CONV_PANELS_B ? "column" : "row", width);
-    }
+    const float *panels = kind == VX_CONV_PANELS_NONE ? NULL
+                          : vx_conv_filter_panels(packed, kind, kind == VX_CONV_PANELS_B ? plan.nr : plan.mr);
     s = vx_cpu_conv2d(p, v, &plan, input, filter, panels, bias, output, &threads);
     if (stream)
         vx_pool_stream_note();

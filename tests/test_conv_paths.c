@@ -7,6 +7,7 @@
  * family and a few k blocks and thread grids, and checks each against the
  * float64 reference. Links the internal view (vx_plan_set_override). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -305,4 +306,62 @@ Test(conv_paths, packed_filter_matches_plain_bit_for_bit, .timeout = TMO)
                     free(b);
                 }
     cr_assert(compared > 0);
+}
+
+/* One object asked for more panel sets than it keeps (NCHW row panels of
+ * every tile height of a family, forced in turn): the calls past the
+ * eighth set pack from the object's copy instead, and every call still
+ * agrees with the float64 reference. */
+Test(conv_paths, packed_filter_more_widths_than_sets, .timeout = TMO)
+{
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    const vx_ukernel_family *F = &set->families[0];
+    for (int f = 1; f < set->nfamilies; f++) /* the family with the tallest tiles */
+        if (set->families[f].mr_max > F->mr_max)
+            F = &set->families[f];
+    vx_conv2d_params p = { .layout = VX_NCHW, .n = 2, .c = 12, .h = 9, .w = 8, .k = 37, .r = 3, .s = 3,
+                           .stride_h = 1, .stride_w = 1, .pad_h = 1, .pad_w = 1, .dilation_h = 1,
+                           .dilation_w = 1, .groups = 1, .activation = VX_ACT_NONE };
+    int64_t oh, ow;
+    cr_assert_eq(vx_conv2d_output_dims(&p, &oh, &ow), VX_OK);
+    const size_t nin = (size_t)(p.n * p.c * p.h * p.w), nf = (size_t)(p.k * p.c * p.r * p.s),
+                 nout = (size_t)(p.n * p.k * oh * ow);
+    float *in = malloc(nin * sizeof *in), *filt = malloc(nf * sizeof *filt), *out = malloc(nout * sizeof *out);
+    double *ref = malloc(nout * sizeof *ref);
+    cr_assert(in && filt && out && ref);
+    vt_rng r;
+    vt_rng_seed(&r, 4242);
+    for (size_t j = 0; j < nin; j++)
+        in[j] = vt_rng_float(&r);
+    for (size_t j = 0; j < nf; j++)
+        filt[j] = vt_rng_float(&r);
+    vt_ref_conv2d(&p, in, filt, NULL, ref);
+    vx_conv2d_filter *pf = NULL;
+    cr_assert_eq(vx_conv2d_filter_create(&p, filt, &pf), VX_OK, "%s", vx_last_error());
+    int heights = 0;
+    for (int mr = 1; mr <= F->mr_max && mr <= 12; mr++, heights++) {
+        vx_gemm_plan ov;
+        memset(&ov, 0, sizeof ov);
+        ov.path = VX_PATH_PACKED;
+        ov.nr = F->nr;
+        ov.mr = mr;
+        ov.mc = 2 * mr;
+        vx_plan_set_override(&ov);
+        for (size_t j = 0; j < nout; j++)
+            out[j] = NAN;
+        const vx_status st = dyn_conv2d_packed(&p, in, pf, NULL, out);
+        vx_plan_set_override(NULL);
+        cr_assert_eq(st, VX_OK, "forced packed %dx%d: %s", mr, ov.nr, vx_last_error());
+        const double err = vt_rel_err(out, 0, 1, ref, 1, (int64_t)nout);
+        cr_assert(err <= VT_TOL, "forced packed %dx%d (panel set %d of the object): relative error %.3g", mr,
+                  ov.nr, mr, err);
+    }
+    cr_assert(heights > 8, "only %d tile heights: the object's sets were never exhausted", heights);
+    vx_conv2d_filter_destroy(pf);
+    free(in);
+    free(filt);
+    free(out);
+    free(ref);
 }

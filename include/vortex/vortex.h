@@ -89,10 +89,13 @@ VX_API vx_status vx_conv2d_output_dims(const vx_conv2d_params *p, int64_t *out_h
  * filter's fields of p count (layout, k, c, r, s, groups, checked as
  * dyn_conv2d checks them); the batch, map size, stride, padding, dilation
  * and activation may differ from call to call. The filter is copied: the
- * caller may free or change its array afterwards. Panels of each width the
- * plans ask for are packed on the first call that needs them (each width
- * once, thread-safe); the object holds the copy and those panels (about
- * the filter's size each). Calls may share one object from many threads. */
+ * caller may free or change its array afterwards. Panels of each kind and
+ * width the plans ask for are packed on the first call that needs them
+ * (once, thread-safe); the object holds the copy and at most 8 such sets
+ * (each about the filter's size). A call whose plan needs a set the object
+ * cannot take (all 8 taken, or no memory for it) packs from the copy as
+ * dyn_conv2d does. Calls may share one object from many threads; destroy
+ * it only when none is running. */
 typedef struct vx_conv2d_filter vx_conv2d_filter;
 VX_API vx_status vx_conv2d_filter_create(const vx_conv2d_params *p, const float *filter,
                                          vx_conv2d_filter **out);

@@ -36,7 +36,8 @@ int vx_conv_filter_fits(const vx_conv2d_filter *f, const vx_conv2d_params *p, ch
 /* The panels of a kind (VX_CONV_PANELS_B or _A, conv_plan.h) and width,
  * packed on the first call that asks for them (thread-safe); NULL when out
  * of memory, the kind does not apply (A: NCHW filters only) or
- * VX_CONV_FILTER_WIDTHS sets are packed already.
+ * VX_CONV_FILTER_WIDTHS other sets are packed already (the caller then
+ * packs from the copy, raw).
  * B, width nr: for group g and panel q (filters q*nr .. q*nr + nr - 1 of
  * the group), red x nr floats at (g * cdiv(kg, nr) + q) * red * nr, row
  * (r*s + s')*cg + c of filter tap (r, s') and channel c, filters past the
