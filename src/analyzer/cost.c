@@ -352,9 +352,16 @@ static double copy_a_ns(const vx_device_desc *d, const vx_problem *p, int m0)
     return rate + (p->a_run > 0 ? d->gather_run_ns / (double)p->a_run : 0.0);
 }
 
-static double copy_b_ns(const vx_device_desc *d, const vx_problem *p)
+/* ns per element of B copied by n0-wide panels: a gathered B (an NCHW
+ * convolution's patches) fills each panel row from runs of b_run floats,
+ * cut at the panel's width, and pays the run's start per piece. Priced at
+ * b_run whatever the panel, 14 x 32 tiles over ResNet-50's 64-channel 3x3
+ * layer (NCHW, 13 images of 56x56: 64-float rows, shifted runs) were
+ * picked over 4 x 64 and ran 20.1 ms against 17.1 (AMD Zen 4, 2 cores). */
+static double copy_b_ns(const vx_device_desc *d, const vx_problem *p, int n0)
 {
-    return d->copy_ns[1][p->b_trans] + (p->b_run > 0 ? d->gather_run_ns / (double)p->b_run : 0.0);
+    const int64_t run = p->b_run < n0 ? p->b_run : n0;
+    return d->copy_ns[1][p->b_trans] + (p->b_run > 0 ? d->gather_run_ns / (double)run : 0.0);
 }
 
 /* ns per element of A copied into its buffer. From within the first two
@@ -444,12 +451,7 @@ static void grid_common(const vx_device_desc *d, const vx_problem *p, vx_l2_cand
     x->b_home_last = bw_at(d, b_level, t) <= d->mem[d->nmem - 1].bw;
     /* a plain matrix (a convolution's gathered patches are priced per run) */
     x->a_far = a_level >= 2 && p->a_run <= 0 && p->a_seg <= 0;
-    /* From the last level a copy of B pays the read and the copy: several
-     * units copying at once from DRAM do not overlap the two (16x2304x768
-     * on 2 Zen 1 cores: each unit's 0.9 M elements copied in 0.6 ms against
-     * 0.33 alone, 0.31 priced as the slower of the two). */
-    const double b_read = e * x->b_home;
-    x->copy_b = x->b_home_last ? copy_b_ns(d, p) + b_read : dmax(copy_b_ns(d, p), b_read);
+    x->copy_b = 0; /* cell_rates: per panel width */
     x->copy_a = 0;
     x->packed_a_rows = packed_rows;
     x->a_packed_in_place = 0;
@@ -471,8 +473,14 @@ static inline int rate_mode(int a_in_place, int mode)
 /* A's panels packed before the call (a_prepacked: an NCHW call's packed
  * filter) are read like the first pass of an A read in place: from A's
  * home, per column block, with nothing copied. */
-static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, grid_ctx *x)
+static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, int n0, grid_ctx *x)
 {
+    /* From the last level a copy of B pays the read and the copy: several
+     * units copying at once from DRAM do not overlap the two (16x2304x768
+     * on 2 Zen 1 cores: each unit's 0.9 M elements copied in 0.6 ms against
+     * 0.33 alone, 0.31 priced as the slower of the two). */
+    const double b_read = d->elem_bytes * x->b_home;
+    x->copy_b = x->b_home_last ? copy_b_ns(d, p, n0) + b_read : dmax(copy_b_ns(d, p, n0), b_read);
     x->a_packed_in_place = m0 <= x->packed_a_rows;
     x->copy_a = x->a_packed_in_place || p->a_prepacked ? d->elem_bytes * x->a_home
                                                        : copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
@@ -536,7 +544,7 @@ static int grid_setup(const vx_device_desc *d, const vx_problem *p, int m0, int 
     if (g.tm > T.R || g.tn > T.C)
         return 0;
     grid_common(d, p, g, packed_a_rows_max(d, p), x);
-    cell_rates(d, p, m0, x);
+    cell_rates(d, p, m0, n0, x);
     cell_of(&T, cell_rows(&T, g), cell_cols(&T, g), p, x);
     return 1;
 }
@@ -1232,7 +1240,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         const int64_t *tiles_in = &cells[2 * ((size_t)(id >> 16) * (size_t)c->n0 + (size_t)i)];
         grid_ctx cell = P->x;
         cell_of(T, tiles_in[0], tiles_in[1], p, &cell);
-        cell_rates(d, p, T->m0, &cell);
+        cell_rates(d, p, T->m0, T->n0, &cell);
         const grid_ctx *x = &cell;
         const vx_l0_cand *t = &c->l0[i];
         const vx_l0_family *F = &d->fam[t->fam];
