@@ -2,10 +2,9 @@
  * on a bad call), plan selection (analyzer/conv_plan.h), the CPU run and
  * the VORTEX_VERBOSE log line. */
 #include <stdio.h>
-#include <time.h>
-
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analyzer/conv_plan.h"
 #include "cpu/conv.h"
@@ -41,29 +40,39 @@ static int out_extent(int64_t in, int64_t pad, int64_t dil, int64_t f, int64_t s
     return 1;
 }
 
-/* Checks everything but the tensor pointers; fills *v on success. */
-static vx_status check_params(const char *fn, const vx_conv2d_params *p, vx_conv_view *v)
+/* The layout, the sizes (where filter_only, only the filter's: k, c, r,
+ * s, groups) and groups dividing c and k. */
+static vx_status check_fields(const char *fn, const vx_conv2d_params *p, int filter_only)
 {
-    if (!p)
-        return vx_fail(VX_ERR_INVALID_ARG, "%s: the parameter struct is NULL", fn);
     if (p->layout != VX_NCHW && p->layout != VX_NHWC)
         return bad(fn, "layout must be VX_NCHW (0) or VX_NHWC (1)", (long long)p->layout);
-    if (p->activation != VX_ACT_NONE && p->activation != VX_ACT_RELU)
-        return bad(fn, "activation must be VX_ACT_NONE (0) or VX_ACT_RELU (1)", (long long)p->activation);
-    const struct { const char *name; int64_t v, min; } f[] = {
-        { "n (batch)", p->n, 1 }, { "c (input channels)", p->c, 1 }, { "h (input height)", p->h, 1 },
-        { "w (input width)", p->w, 1 }, { "k (output channels)", p->k, 1 }, { "r (filter height)", p->r, 1 },
-        { "s (filter width)", p->s, 1 }, { "stride_h", p->stride_h, 1 }, { "stride_w", p->stride_w, 1 },
-        { "pad_h", p->pad_h, 0 }, { "pad_w", p->pad_w, 0 }, { "dilation_h", p->dilation_h, 1 },
-        { "dilation_w", p->dilation_w, 1 }, { "groups", p->groups, 1 },
+    const struct { const char *name; int64_t v, min; int filter; } f[] = {
+        { "n (batch)", p->n, 1, 0 }, { "c (input channels)", p->c, 1, 1 }, { "h (input height)", p->h, 1, 0 },
+        { "w (input width)", p->w, 1, 0 }, { "k (output channels)", p->k, 1, 1 }, { "r (filter height)", p->r, 1, 1 },
+        { "s (filter width)", p->s, 1, 1 }, { "stride_h", p->stride_h, 1, 0 }, { "stride_w", p->stride_w, 1, 0 },
+        { "pad_h", p->pad_h, 0, 0 }, { "pad_w", p->pad_w, 0, 0 }, { "dilation_h", p->dilation_h, 1, 0 },
+        { "dilation_w", p->dilation_w, 1, 0 }, { "groups", p->groups, 1, 1 },
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (f[i].v < f[i].min)
+        if ((f[i].filter || !filter_only) && f[i].v < f[i].min)
             return vx_fail(VX_ERR_INVALID_ARG, "%s: %s must be >= %lld (got %lld)", fn, f[i].name,
                            (long long)f[i].min, (long long)f[i].v);
     if (p->c % p->groups != 0 || p->k % p->groups != 0)
         return vx_fail(VX_ERR_INVALID_ARG, "%s: groups = %lld must divide both c = %lld and k = %lld", fn,
                        (long long)p->groups, (long long)p->c, (long long)p->k);
+    return VX_OK;
+}
+
+/* Checks everything but the tensor pointers; fills *v on success. */
+static vx_status check_params(const char *fn, const vx_conv2d_params *p, vx_conv_view *v)
+{
+    if (!p)
+        return vx_fail(VX_ERR_INVALID_ARG, "%s: the parameter struct is NULL", fn);
+    if (p->activation != VX_ACT_NONE && p->activation != VX_ACT_RELU)
+        return bad(fn, "activation must be VX_ACT_NONE (0) or VX_ACT_RELU (1)", (long long)p->activation);
+    const vx_status fields = check_fields(fn, p, 0);
+    if (fields != VX_OK)
+        return fields;
     int64_t oh, ow, bytes;
     if (!out_extent(p->h, p->pad_h, p->dilation_h, p->r, p->stride_h, &oh) ||
         !out_extent(p->w, p->pad_w, p->dilation_w, p->s, p->stride_w, &ow))
@@ -196,18 +205,9 @@ VX_API vx_status vx_conv2d_filter_create(const vx_conv2d_params *p, const float 
         return vx_fail(VX_ERR_INVALID_ARG, "%s: the parameter struct is NULL", fn);
     if (!filter || !out)
         return vx_fail(VX_ERR_INVALID_ARG, "%s: %s is NULL", fn, !filter ? "filter" : "out");
-    if (p->layout != VX_NCHW && p->layout != VX_NHWC)
-        return bad(fn, "layout must be VX_NCHW (0) or VX_NHWC (1)", (long long)p->layout);
-    const struct { const char *name; int64_t v; } f[] = {
-        { "k (output channels)", p->k }, { "c (input channels)", p->c }, { "r (filter height)", p->r },
-        { "s (filter width)", p->s }, { "groups", p->groups },
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (f[i].v < 1)
-            return vx_fail(VX_ERR_INVALID_ARG, "%s: %s must be >= 1 (got %lld)", fn, f[i].name, (long long)f[i].v);
-    if (p->c % p->groups != 0 || p->k % p->groups != 0)
-        return vx_fail(VX_ERR_INVALID_ARG, "%s: groups = %lld must divide both c = %lld and k = %lld", fn,
-                       (long long)p->groups, (long long)p->c, (long long)p->k);
+    const vx_status fields = check_fields(fn, p, 1);
+    if (fields != VX_OK)
+        return fields;
     int64_t bytes;
     if (!mul4(p->k, p->c / p->groups, p->r, p->s, &bytes) || (uint64_t)bytes > SIZE_MAX / 4)
         return vx_fail(VX_ERR_INVALID_ARG, "%s: the filter (k = %lld, c/groups = %lld, r = %lld, s = %lld) holds "

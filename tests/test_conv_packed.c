@@ -131,6 +131,19 @@ static void call_shared(const vx_conv2d_params *p, const vx_conv2d_filter *pf, c
     free(ref);
 }
 
+/* A random filter for p's filter fields (from g) and its packed object in
+ * *pf; the caller frees both. */
+static float *random_filter(const vx_conv2d_params *p, vt_rng *g, vx_conv2d_filter **pf)
+{
+    const int64_t nf = vt_conv_filter_count(p);
+    float *filt = malloc(sizeof(float) * (size_t)nf);
+    cr_assert(filt);
+    for (int64_t i = 0; i < nf; i++)
+        filt[i] = vt_rng_float(g);
+    cr_assert_eq(vx_conv2d_filter_create(p, filt, pf), VX_OK, "%s", vx_last_error());
+    return filt;
+}
+
 /* What changes between a server's calls (batch, map, stride, padding,
  * dilation, activation) on one object per layout, its panels packed by
  * whichever call first needs each width. */
@@ -144,15 +157,10 @@ Test(packed, one_filter_many_shapes, .timeout = TMO)
         p.k = 40;
         p.r = p.s = 3;
         p.groups = 1;
-        const int64_t nf = p.k * p.c * p.r * p.s;
-        float *filt = malloc(sizeof(float) * (size_t)nf);
-        cr_assert(filt);
         vt_rng g;
         vt_rng_seed(&g, 31 + (uint64_t)l);
-        for (int64_t i = 0; i < nf; i++)
-            filt[i] = vt_rng_float(&g);
         vx_conv2d_filter *pf = NULL;
-        cr_assert_eq(vx_conv2d_filter_create(&p, filt, &pf), VX_OK, "%s", vx_last_error());
+        float *filt = random_filter(&p, &g, &pf);
         char what[160];
         for (int i = 0; i < 24; i++) {
             vx_conv2d_params q = p;
@@ -212,15 +220,10 @@ Test(packed, concurrent_first_calls, .timeout = TMO)
     p.pad_h = p.pad_w = 1;
     p.dilation_h = p.dilation_w = 1;
     p.groups = 1;
-    const int64_t nf = p.k * p.c * p.r * p.s;
-    float *filt = malloc(sizeof(float) * (size_t)nf);
-    cr_assert(filt);
     vt_rng g;
     vt_rng_seed(&g, 4711);
-    for (int64_t i = 0; i < nf; i++)
-        filt[i] = vt_rng_float(&g);
     vx_conv2d_filter *pf = NULL;
-    cr_assert_eq(vx_conv2d_filter_create(&p, filt, &pf), VX_OK, "%s", vx_last_error());
+    float *filt = random_filter(&p, &g, &pf);
     pthread_t t[NTHREADS];
     shared_job jobs[NTHREADS];
     for (int i = 0; i < NTHREADS; i++) {

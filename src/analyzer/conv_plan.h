@@ -123,7 +123,7 @@ typedef struct {
     int64_t cg, kg;            /* input and output channels per group */
     int64_t m, n, k, items;    /* one GEMM item and how many there are */
     int pointwise, depthwise;  /* depthwise: one input channel per group */
-    int filter_packed;         /* the filter's KRSC panels were packed before the call
+    int filter_packed;         /* the filter's panels were packed before the call
                                   (vx_conv2d_filter; vx_conv_view_with_packed_filter) */
     vx_gemm_shape shape;       /* what the GEMM planner sees for one item */
 } vx_conv_view;

@@ -467,12 +467,11 @@ static inline int rate_mode(int a_in_place, int mode)
     return mode == VX_LOAD_COPY_AB && a_in_place ? VX_LOAD_COPY_B : mode;
 }
 
-/* What depends on the tile's height: whether a packed plan reads A in
- * place, and the rate A is copied at (where it does, the rate it is read
- * from home). */
-/* A's panels packed before the call (a_prepacked: an NCHW call's packed
- * filter) are read like the first pass of an A read in place: from A's
- * home, per column block, with nothing copied. */
+/* What depends on the tile: the rate B is copied at by panels n0 wide
+ * (copy_b_ns); whether a packed plan reads A in place, and the rate A is
+ * copied at (where it does, the rate it is read from home; so too for A's
+ * panels packed before the call, a_prepacked: an NCHW call's packed
+ * filter, read from A's home per column block with nothing copied). */
 static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, int n0, grid_ctx *x)
 {
     /* From the last level a copy of B pays the read and the copy: several

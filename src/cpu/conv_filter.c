@@ -33,7 +33,6 @@ int vx_conv_filter_fits(const vx_conv2d_filter *f, const vx_conv2d_params *p, ch
  * conv_filter.h). */
 static float *pack_all(const vx_conv2d_filter *f, int kind, int width)
 {
-    const int nr = width;
     const int64_t panels = cdiv(f->kg, width);
     size_t floats;
     if (__builtin_mul_overflow((size_t)(f->groups * panels), (size_t)(f->red * width), &floats) ||
@@ -52,15 +51,31 @@ static float *pack_all(const vx_conv2d_filter *f, int kind, int width)
     }
     for (int64_t g = 0; g < f->groups; g++)
         for (int64_t q = 0; q < panels; q++) {
-            const int64_t k0 = q * nr, nb = f->kg - k0 < nr ? f->kg - k0 : nr;
+            const int64_t k0 = q * width, nb = f->kg - k0 < width ? f->kg - k0 : width;
             const float *src = f->raw + (g * f->kg + k0) * f->red;
-            float *dst = out + (g * panels + q) * f->red * nr;
+            float *dst = out + (g * panels + q) * f->red * width;
             if (f->layout == VX_NCHW && rs > 1)
-                vx_pack_b_kcrs(f->cg, rs, 0, rs, nb, src, f->red, nr, dst);
+                vx_pack_b_kcrs(f->cg, rs, 0, rs, nb, src, f->red, width, dst);
             else /* KRSC, or a 1x1 KCRS filter (the same order) */
-                vx_pack_b(f->red, nb, src, 1, f->red, nr, dst);
+                vx_pack_b(f->red, nb, src, 1, f->red, width, dst);
         }
     return out;
+}
+
+/* The set of this kind and width if packed, else NULL with *end the first
+ * free slot (VX_CONV_FILTER_WIDTHS: none). Sets fill in order. */
+static float *find_set(vx_conv2d_filter *f, int kind, int width, int *end)
+{
+    int i = 0;
+    for (; i < VX_CONV_FILTER_WIDTHS; i++) {
+        float *p = atomic_load_explicit(&f->width[i].panels, memory_order_acquire);
+        if (!p)
+            break;
+        if (f->width[i].kind == kind && f->width[i].width == width)
+            return p;
+    }
+    *end = i;
+    return NULL;
 }
 
 const float *vx_conv_filter_panels(const vx_conv2d_filter *cf, int kind, int width)
@@ -70,25 +85,12 @@ const float *vx_conv_filter_panels(const vx_conv2d_filter *cf, int kind, int wid
     if (width < 1 || (kind != VX_CONV_PANELS_A && kind != VX_CONV_PANELS_B) ||
         (kind == VX_CONV_PANELS_A && f->layout != VX_NCHW))
         return NULL;
-    for (int i = 0; i < VX_CONV_FILTER_WIDTHS; i++) {
-        float *p = atomic_load_explicit(&f->width[i].panels, memory_order_acquire);
-        if (!p)
-            break; /* sets fill in order */
-        if (f->width[i].kind == kind && f->width[i].width == width)
-            return p;
-    }
+    int i;
+    float *found = find_set(f, kind, width, &i);
+    if (found)
+        return found;
     pthread_mutex_lock(&f->lock);
-    float *found = NULL;
-    int i = 0;
-    for (; i < VX_CONV_FILTER_WIDTHS; i++) {
-        float *p = atomic_load_explicit(&f->width[i].panels, memory_order_relaxed);
-        if (!p)
-            break;
-        if (f->width[i].kind == kind && f->width[i].width == width) {
-            found = p;
-            break;
-        }
-    }
+    found = find_set(f, kind, width, &i); /* another call may have packed it meanwhile */
     if (!found && i < VX_CONV_FILTER_WIDTHS && (found = pack_all(f, kind, width))) {
         f->width[i].kind = kind;
         f->width[i].width = width;
