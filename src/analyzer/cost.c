@@ -162,8 +162,14 @@ static int aliased_level(const vx_device_desc *d, int from, int64_t stride, int6
 }
 
 /* Rows `stride` bytes apart whose pages the data TLB keeps mapped at once:
- * half the ways (as for a cache) of the sets their pages fall in. Pages
- * sets * page bytes apart share a set. Unknown geometry: no limit. */
+ * all but one of the ways of the sets their pages fall in (the other
+ * operands' few pages take the last). Pages sets * page bytes apart share
+ * a set. Half the ways, as for a cache, priced 16x3072x768 on one AMD Zen 4
+ * core (rows 3 pages apart: 128 of 384 sets, 8 ways) with kc = 768 as the
+ * slowest k block; it ran the fastest (674 us, kc = 128 722), while 16
+ * KiB rows (96 sets: 672 rows) ran kc = 768 slower than 384 (996 against
+ * 938 us), as Zen 1's did past 5 of its 6 ways (NOTES.md, twenty-sixth
+ * session). Unknown geometry: no limit. */
 static int64_t tlb_rows(const vx_device_desc *d, int64_t stride)
 {
     if (d->tlb_sets <= 0 || d->tlb_ways <= 0)
@@ -172,7 +178,7 @@ static int64_t tlb_rows(const vx_device_desc *d, int64_t stride)
     int64_t g = vx_gcd_span(stride, span);
     if (g < page)
         g = page;
-    return (int64_t)(d->tlb_ways / 2 > 0 ? d->tlb_ways / 2 : 1) * (span / g);
+    return (int64_t)(d->tlb_ways > 1 ? d->tlb_ways - 1 : 1) * (span / g);
 }
 
 /* Bandwidth (bytes/ns) of memory level i for a unit sharing the last level
@@ -724,6 +730,34 @@ static inline double b_load_ns(const vx_device_desc *d, const vx_problem *p, int
     return p->b_prepacked && mode == VX_LOAD_COPY_B ? inplace_stall(d, p) * d->elem_bytes * x->b_home : x->copy_b;
 }
 
+/* The share of an in-place A block's re-reads (one per column tile after
+ * the first) its kernels wait for. From the second level, a block of at
+ * most A_STREAMED_ROW_TILES row tiles at least two lines wide streams
+ * under the FMAs as B's stream does (the measured in-place share,
+ * inplace_stall); a taller or narrower block, or one from further out, is
+ * waited for whole. Measured on 2 AMD Zen 4 cores, each pick against the
+ * model's before, alternated in one process over the oracle's 128 shapes:
+ * 16x3072x768 with kc = 768 339 us against kc = 128 (A's block in L1)
+ * 408, 16x768x3072 0.93x, 32x2077x531 0.83x, 29x390x2665 0.83x; up to 6
+ * row tiles 0.92x the time of up to 3 on the shapes the two limits part,
+ * while without a limit 1035x1037x81 (A's rows 81 floats) and 192x3298x87
+ * ran 4-7 % slower. The AVX2 tiles (16 and 24 floats) took direct plans
+ * that ran 1.06-1.23x the time of the packed ones (16x2304x768: 409 us
+ * against 332; NOTES.md, twenty-sixth session). On Zen 5, 14-row tiles
+ * read in place over a 496-row block had lost to a packed plan. */
+enum { A_STREAMED_ROW_TILES = 6 };
+
+static inline int a_block_streams(const vx_device_desc *d, int m0, int n0, const grid_ctx *x)
+{
+    return cdiv_small(x->m_c, m0) <= A_STREAMED_ROW_TILES && d->elem_bytes * n0 >= 2 * line_bytes(d);
+}
+
+static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x,
+                                    int a_level)
+{
+    return a_level == 1 && a_block_streams(d, m0, n0, x) ? inplace_stall(d, p) : 1.0;
+}
+
 /* The cell's time for L1 candidate b, whose k block for this k is kb
  * (vx_cost_kc), KB k blocks (k_blocks) and L0 time compute (cell_l0_time). */
 static double price_cell_body(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
@@ -795,7 +829,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     const double step_ops = (double)m0 * (double)(F->regs_per_m + 1) + (double)F->regs_per_m;
     const double a_wait =
         x->a_far && !a_fetched && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
-    const double a_stream = a_cell * x->a_home * a_wait + a_cell * (double)(cols - 1) * a_again;
+    const double a_stream =
+        a_cell * x->a_home * a_wait + a_reread_share(d, p, m0, n0, x, a_level) * a_cell * (double)(cols - 1) * a_again;
     /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
      * block of them spanning more than the first level), every row is a new
      * page for the prefetchers and the pieces alias in the caches' sets;
@@ -821,16 +856,19 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * home (a k block's rows walked panel by panel), the others re-read it
      * from the level that holds the panel. Far-apart rows take the measured
      * strided rate for the first pass; re-read, they come from the first
-     * level whose sets keep them (aliased_level), else also at the strided
-     * rate (measured at the worst stride, a multiple of the page). Priced
-     * at the strided rate whatever the stride, 16x2304x768 read in place
-     * (2 cores, 1.15 ms) was put behind a packed plan that ran 1.66 ms. */
+     * level whose sets keep them (aliased_level), else from the last cache,
+     * which the kernels fetch them from 16 rows ahead. Priced at the strided
+     * rate whatever the stride, 16x2304x768 read in place (2 Zen 1 cores,
+     * 1.15 ms) was put behind a packed plan that ran 1.66 ms; priced at the
+     * strided rate where no level keeps them (a walk without fetches ahead,
+     * tune.h bw_strided), 16x3072x768 took kc = 128 (2 Zen 4 cores: 408 us)
+     * over kc = 768 (339 us; NOTES.md, twenty-sixth session). */
     const int64_t rows = cdiv(m_c, m0);
     const int fit = level_for(d, e * (double)kb * n0);
     double panel = x->nspb[fit], first = x->b_home; /* ns per byte */
     if (b_strided) {
         const int keep = aliased_level(d, fit, (int64_t)e * p->n, (int64_t)e * n0, kb);
-        panel = keep >= 0 ? x->nspb[keep] : dmax(panel, x->strided);
+        panel = dmax(panel, x->nspb[keep >= 0 ? keep : d->nmem >= 2 ? d->nmem - 2 : 0]);
         /* The first pass: from a cache, rows whose k block some level's
          * sets keep stream at the home level's rate (the kernels fetch B
          * 16 rows ahead, and no line is evicted before its neighbour panel
@@ -860,8 +898,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     /* Where the machine's prefetchers run B's stream under the FMAs (the
      * in-place probe: AMD Zen 5 waits for 9-14 % of it), only that share
      * adds to the kernels' time; never less than reading B once from home.
-     * A's stream is priced whole: scaling it too made 14-row tiles, whose
-     * 14 far-apart A rows run slower in place, the pick (NOTES.md). */
+     * A's stream is priced whole, but for the re-reads from the second level
+     * of a block of a few row tiles (a_reread_share). */
     return d->mode_ns[VX_LOAD_NONE] + a_stream +
            dmax(compute + inplace_stall(d, p) * b_stream, b_cell * x->b_home);
 }
@@ -1017,6 +1055,13 @@ static inline double mode_compute(const mode_lb *r, int64_t kblocks)
     return r->per_kb * (double)kblocks + r->steps;
 }
 
+/* The least share of A's re-reads a plan of the cell pays whatever its
+ * k block (a_reread_share; the level that holds the block depends on it). */
+static inline double a_reread_bound(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x)
+{
+    return a_block_streams(d, m0, n0, x) ? inplace_stall(d, p) : 1.0;
+}
+
 /* The least a plan in this group and load mode can cost, whatever its
  * blocks: price_cell's terms with one k block (compute's least), each block
  * count at 1 and every re-read from the fastest level. */
@@ -1050,14 +1095,14 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
         return r;
     }
     if (mode == VX_LOAD_NONE) { /* price_cell's last branch, every re-read from the fastest level */
-        r.rest = lb + a_cell * x->a_home + a_cell * (double)(cols - 1) * x->top;
+        r.rest = lb + a_cell * x->a_home + a_reread_bound(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
         r.streams = b_cell * x->b_home + b_cell * (double)(x->full + (x->rem > 0) - 1) * x->top;
         r.stall = inplace_stall(d, p);
         r.floor = b_cell * x->b_home;
         r.lb = r.rest + dmax(r.compute1 + r.stall * r.streams, r.floor);
         return r;
     }
-    lb += a_cell * x->a_home + a_cell * (double)(cols - 1) * x->top;
+    lb += a_cell * x->a_home + a_reread_bound(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
     r.rest = lb;
     r.lb = lb + r.compute1;
     return r;

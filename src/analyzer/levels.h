@@ -83,7 +83,10 @@ typedef struct {
     vx_mem_level mem[4];
     double bw_shared;          /* bytes per ns all units read from the last level */
     double bw_strided;         /* bytes per ns re-reading an in-place panel whose rows
-                                  lie a large stride apart (set aliasing, no prefetch) */
+                                  lie a large stride apart (set aliasing, no prefetch):
+                                  an in-place A's block from beyond the second level (B's
+                                  rows, which the kernels fetch ahead, come from the last
+                                  cache) */
     double bw_stride_stream;   /* ... and reading such rows once, k block by k block,
                                   each block panel by panel (the in-place first pass) */
     double bw_stride_tlb;      /* ... from the last level, k blocks of more rows than the TLB's
