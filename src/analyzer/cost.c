@@ -600,7 +600,7 @@ static inline double cell_l0_time(const vx_l0_family *F, int mode, int m0, const
  * tiles of `tile`: larger ones run alike. */
 static inline int64_t clip_block(int64_t block, int64_t len, int tile)
 {
-    return block < len ? block : cdiv(len, tile) * tile;
+    return block < len ? block : cdiv_small(len, tile) * tile;
 }
 
 /* Rows of B a load mode copies: all k, except that a convolution run with
@@ -863,7 +863,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * strided rate where no level keeps them (a walk without fetches ahead,
      * tune.h bw_strided), 16x3072x768 took kc = 128 (2 Zen 4 cores: 408 us)
      * over kc = 768 (339 us; NOTES.md, twenty-sixth session). */
-    const int64_t rows = cdiv(m_c, m0);
+    const int64_t rows = cdiv_small(m_c, m0);
     const int fit = level_for(d, e * (double)kb * n0);
     double panel = x->nspb[fit], first = x->b_home; /* ns per byte */
     if (b_strided) {
@@ -1156,6 +1156,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
     tile_pre stack_tiles[STACK_TILES];
     grid_pre stack_grids[STACK_GRIDS];
     int considered = 0, nout = 0, ng = 0, ngrids = 0, q = 0;
+    double q_lb = INFINITY; /* lbs[q] */
     if (max < 1)
         return 0;
     /* One group per (grid, tile): a few dozen on a desktop, hundreds on a
@@ -1231,9 +1232,11 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
             int64_t *cell = &cells[2 * ((size_t)ngrids * (size_t)c->n0 + (size_t)i)];
             cell[0] = cell_rows(T, G);
             cell[1] = cell_cols(T, G);
-            lbs[ng] = group_floor(T, P, cell[0], cell[1], p, plain);
+            const double lb = group_floor(T, P, cell[0], cell[1], p, plain);
+            lbs[ng] = lb;
             ids[ng] = ngrids << 16 | i; /* n0 is a few dozen at most */
-            q = lbs[ng] < lbs[q] ? ng : q; /* the first to visit (ties: the tables' order) */
+            q = lb < q_lb ? ng : q; /* the first to visit (ties: the tables' order) */
+            q_lb = lb < q_lb ? lb : q_lb;
             ng++;
             if (considered_out)
                 considered += c->l1_count[i]; /* each group is either visited or beaten */
