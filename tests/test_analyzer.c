@@ -1069,7 +1069,7 @@ VT_ISA_TEST(cost, a_blocks_of_few_row_tiles_reread_from_l2_stream, TMO)
         if (c.l1[j].mode == VX_LOAD_NONE && c.l1[j].kc == 512 && d.elem_bytes * d.fam[c.l0[c.l1[j].l0].fam].n <= 64)
             narrow = j;
     cr_assert(narrow >= 0, "no in-place tile one line wide with kc = 512");
-    const int m1 = c.l0[c.l1[narrow].l0].m;
+    const int m1 = c.l0[c.l1[narrow].l0].m, n1 = d.fam[c.l0[c.l1[narrow].l0].fam].n;
     d.inplace_overlap = 1.0; /* B's stream, and the few tiles' A re-reads, all under the FMAs */
     /* A's 512-deep block of 7 row tiles within the second level's share,
      * A itself (all of k) and B beyond it */
@@ -1085,7 +1085,7 @@ VT_ISA_TEST(cost, a_blocks_of_few_row_tiles_reread_from_l2_stream, TMO)
     const double t = vx_cost_price(&d, &c, &tall, l1, g11), t_slow = vx_cost_price(&slow, &c, &tall, l1, g11);
     const vx_problem thin = {.m = 3 * m1, .n = n, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const double w = vx_cost_price(&d, &c, &thin, narrow, g11), w_slow = vx_cost_price(&slow, &c, &thin, narrow, g11);
-    const int64_t cols = (n + d.fam[c.l0[c.l1[narrow].l0].fam].n - 1) / d.fam[c.l0[c.l1[narrow].l0].fam].n;
+    const int64_t cols = (n + n1 - 1) / n1;
     vx_candidates_free(&c);
     const double thin_reread = (double)d.elem_bytes * 3 * m1 * k * (double)(cols - 1) / d.mem[1].bw;
     cr_assert(w > 0 && fabs(w_slow - w - thin_reread) <= 0.01 * thin_reread,

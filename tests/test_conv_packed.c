@@ -208,18 +208,8 @@ static void *shared_main(void *arg)
  * an assertion in a thread as a failure of the test. */
 Test(packed, concurrent_first_calls, .timeout = TMO)
 {
-    vx_conv2d_params p;
-    memset(&p, 0, sizeof p);
-    p.layout = VX_NHWC;
-    p.n = 2;
-    p.c = 48;
-    p.h = p.w = 12;
-    p.k = 96;
-    p.r = p.s = 3;
-    p.stride_h = p.stride_w = 1;
+    vx_conv2d_params p = vt_conv_make(VX_NHWC, 2, 48, 12, 12, 96, 3, 3).p;
     p.pad_h = p.pad_w = 1;
-    p.dilation_h = p.dilation_w = 1;
-    p.groups = 1;
     vt_rng g;
     vt_rng_seed(&g, 4711);
     vx_conv2d_filter *pf = NULL;
@@ -243,18 +233,8 @@ Test(packed, concurrent_first_calls, .timeout = TMO)
 
 static vx_conv2d_params base(vx_tensor_layout l)
 {
-    vx_conv2d_params p;
-    memset(&p, 0, sizeof p);
-    p.layout = l;
-    p.n = 2;
-    p.c = 4;
-    p.h = 5;
-    p.w = 6;
-    p.k = 6;
-    p.r = p.s = 3;
-    p.stride_h = p.stride_w = 1;
+    vx_conv2d_params p = vt_conv_make(l, 2, 4, 5, 6, 6, 3, 3).p;
     p.pad_h = p.pad_w = 1;
-    p.dilation_h = p.dilation_w = 1;
     p.groups = 2;
     return p;
 }

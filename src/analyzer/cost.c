@@ -747,15 +747,14 @@ static inline double b_load_ns(const vx_device_desc *d, const vx_problem *p, int
  * read in place over a 496-row block had lost to a packed plan. */
 enum { A_STREAMED_ROW_TILES = 6 };
 
-static inline int a_block_streams(const vx_device_desc *d, int m0, int n0, const grid_ctx *x)
+/* The share for the cell's A block if it is re-read from the second level
+ * (the level depends on the k block, so the search's bounds take this as
+ * the least share whatever it). */
+static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x)
 {
-    return cdiv_small(x->m_c, m0) <= A_STREAMED_ROW_TILES && d->elem_bytes * n0 >= 2 * line_bytes(d);
-}
-
-static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x,
-                                    int a_level)
-{
-    return a_level == 1 && a_block_streams(d, m0, n0, x) ? inplace_stall(d, p) : 1.0;
+    return cdiv_small(x->m_c, m0) <= A_STREAMED_ROW_TILES && d->elem_bytes * n0 >= 2 * line_bytes(d)
+               ? inplace_stall(d, p)
+               : 1.0;
 }
 
 /* The cell's time for L1 candidate b, whose k block for this k is kb
@@ -830,7 +829,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     const double a_wait =
         x->a_far && !a_fetched && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
     const double a_stream =
-        a_cell * x->a_home * a_wait + a_reread_share(d, p, m0, n0, x, a_level) * a_cell * (double)(cols - 1) * a_again;
+        a_cell * x->a_home * a_wait +
+        (a_level == 1 ? a_reread_share(d, p, m0, n0, x) : 1.0) * a_cell * (double)(cols - 1) * a_again;
     /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
      * block of them spanning more than the first level), every row is a new
      * page for the prefetchers and the pieces alias in the caches' sets;
@@ -1055,13 +1055,6 @@ static inline double mode_compute(const mode_lb *r, int64_t kblocks)
     return r->per_kb * (double)kblocks + r->steps;
 }
 
-/* The least share of A's re-reads a plan of the cell pays whatever its
- * k block (a_reread_share; the level that holds the block depends on it). */
-static inline double a_reread_bound(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x)
-{
-    return a_block_streams(d, m0, n0, x) ? inplace_stall(d, p) : 1.0;
-}
-
 /* The least a plan in this group and load mode can cost, whatever its
  * blocks: price_cell's terms with one k block (compute's least), each block
  * count at 1 and every re-read from the fastest level. */
@@ -1095,14 +1088,14 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
         return r;
     }
     if (mode == VX_LOAD_NONE) { /* price_cell's last branch, every re-read from the fastest level */
-        r.rest = lb + a_cell * x->a_home + a_reread_bound(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
+        r.rest = lb + a_cell * x->a_home + a_reread_share(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
         r.streams = b_cell * x->b_home + b_cell * (double)(x->full + (x->rem > 0) - 1) * x->top;
         r.stall = inplace_stall(d, p);
         r.floor = b_cell * x->b_home;
         r.lb = r.rest + dmax(r.compute1 + r.stall * r.streams, r.floor);
         return r;
     }
-    lb += a_cell * x->a_home + a_reread_bound(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
+    lb += a_cell * x->a_home + a_reread_share(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
     r.rest = lb;
     r.lb = lb + r.compute1;
     return r;
