@@ -133,6 +133,18 @@ class Isa:
     def fma_ordered(self, a, b, c):
         return f'__asm__ volatile("vfmadd231ps %[x], %[y], %[acc]" : [acc] "+v"({c}) : [x] "v"({a}), [y] "v"({b}));'
 
+    def fma_bcast(self, elem, b, c, ordered):
+        """c += broadcast(elem) * b in one instruction (AVX-512's embedded
+        broadcast): the load unit broadcasts. A vbroadcastss into a zmm
+        register takes a slot of the FMA pipes on AMD Zen 4: a tile of one
+        vector per row, which broadcasts once per FMA, ran at 0.75 of the
+        FMA peak (30x16: 0.365 ns an FMA against 0.273 embedded, the peak;
+        14x32 and 8x48, one broadcast per two or three FMAs, ran at the
+        peak either way; NOTES.md, twenty-seventh session)."""
+        vol = " volatile" if ordered else ""
+        return (f'__asm__{vol}("vfmadd231ps %[p]%{{1to16%}}, %[y], %[acc]" : [acc] "+v"({c}) '
+                f': [p] "m"({elem}), [y] "v"({b}));')
+
     def fma_acc(self, a, b, c):
         """c += a * b pinned in place. GCC otherwise rotates accumulators
         through vfmadd132/213 forms and register copies, and the copies take
@@ -361,6 +373,11 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
             for v in range(V):
                 val = f"b{v}" if v < live else I.zero()
                 out.append(f"{indent}{I.store(f'bpk + {u * nr + v * I.w}', val)}")
+        if I.name == "avx512" and live == 1:
+            for i in range(m):
+                out.append(f"{indent}{I.fma_bcast(a_elem(i, u), 'b0', f'c{i}_0', ordered)}")
+            out += advance_in_place(indent)
+            return out
         for i in range(m):
             if ordered:
                 out.append(f"{indent}{{ {I.bcast_ordered('ai', a_elem(i, u), bcast_reg)}")
