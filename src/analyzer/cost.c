@@ -759,6 +759,30 @@ static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p
 
 /* The cell's time for L1 candidate b, whose k block for this k is kb
  * (vx_cost_kc), KB k blocks (k_blocks) and L0 time compute (cell_l0_time). */
+/* The in-place loops (gemm.c, run_inplace) walk all of a cell's rows once
+ * per k block and column tile, each pass storing an n0-wide piece of every
+ * row of C. Where the cell's C outgrows the second level, every pass after
+ * the first fetches its lines again from C's home and writes them back
+ * (the kernels fetch a tile's C only as its k loop starts). Unpriced, the
+ * tuned rates of 16-wide tiles (AVX-512 embedded broadcasts, twenty-
+ * seventh session) put 54208x64x4 on 8 x 16 tiles, four passes over a
+ * 14 MB C, that ran 545 us against 336 for 4 x 64 (2 AMD Zen 4 cores).
+ * A piece that does not start and end on line boundaries touches a line
+ * more than it fills. */
+static double c_rewalk_ns(const vx_device_desc *d, const vx_problem *p, int n0, int64_t KB, const grid_ctx *x)
+{
+    const double e = d->elem_bytes;
+    const int64_t passes = KB * x->cols;
+    if (passes < 2 || level_for(d, e * (double)x->m_c * (double)x->n_c) < 2)
+        return 0.0;
+    const int line = line_bytes(d);
+    const int64_t piece = (int64_t)e * n0;
+    const int aligned = piece % line == 0 && ((int64_t)e * p->n) % line == 0;
+    const double lines = (double)(piece / line + (piece % line != 0)) + (aligned ? 0.0 : 1.0);
+    const int home = level_for(d, e * (double)x->m_c * (double)x->n_c);
+    return 2.0 * (double)(passes - 1) * (double)x->m_c * lines * line * x->nspb[home];
+}
+
 static double price_cell_body(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
                               const vx_l1_cand *b, int64_t kb, int64_t KB, double compute, const grid_ctx *x)
 {
@@ -804,6 +828,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         const double a_again = a_cell * (double)cols * x->nspb[1];
         return copy_b + a_first + dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_again);
     }
+    const double c_again = c_rewalk_ns(d, p, n0, KB, x);
     const int a_level = level_for(d, e * (double)m_c * (double)kb);
     double a_again = x->nspb[a_level]; /* ns per byte */
     if (a_again > x->nspb[1]) /* slower than the second level */
@@ -850,7 +875,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         const double narrow = !p->b_prepacked && (b_strided || from_last)
                                   ? (double)n_c * (double)k * d->copy_b_narrow_ns[from_last]
                                   : 0;
-        return dmax(copy_b, d->mode_ns[b->mode] + narrow) + compute + a_stream;
+        return dmax(copy_b, d->mode_ns[b->mode] + narrow) + compute + a_stream + c_again;
     }
     /* B in place: the first row tile brings each kb x n0 panel in from B's
      * home (a k block's rows walked panel by panel), the others re-read it
@@ -900,7 +925,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * adds to the kernels' time; never less than reading B once from home.
      * A's stream is priced whole, but for the re-reads from the second level
      * of a block of a few row tiles (a_reread_share). */
-    return d->mode_ns[VX_LOAD_NONE] + a_stream +
+    return d->mode_ns[VX_LOAD_NONE] + a_stream + c_again +
            dmax(compute + inplace_stall(d, p) * b_stream, b_cell * x->b_home);
 }
 
