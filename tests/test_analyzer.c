@@ -1103,9 +1103,10 @@ VT_ISA_TEST(cost, a_blocks_of_few_row_tiles_reread_from_l2_stream, TMO)
 /* An in-place plan walks all of a cell's rows once per column tile (and k
  * block), storing an n0-wide piece of each row of C. Where the cell's C
  * outgrows the second level, every pass after the first fetches its lines
- * again from C's home and writes them back: the price of C's home level's
- * bandwidth, twice per line per pass after the first; nothing where C
- * fits the second level or one pass stores all of it. */
+ * again from C's home and writes them back; a tile fetches its lines as
+ * its k loop starts, so each tile waits for what that loop does not cover.
+ * Nothing where the loop covers it, where C fits the second level or where
+ * one pass stores all of it. */
 VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again, TMO)
 {
     vx_device_desc d;
@@ -1113,7 +1114,9 @@ VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again,
     two_unit_model(vt_isa, &d, &c);
     cr_assert(d.nmem >= 3, "%d memory levels", d.nmem);
     const int l1 = in_place_with_kc(&d, &c, 512, 64), g11 = grid_of(&c, 1, 1);
-    const int m0 = c.l0[c.l1[l1].l0].m, n0 = d.fam[c.l0[c.l1[l1].l0].fam].n;
+    const int m0 = c.l0[c.l1[l1].l0].m;
+    const vx_l0_family *F = &d.fam[c.l0[c.l1[l1].l0].fam];
+    const int n0 = F->n;
     const int64_t e = d.elem_bytes, line = 64;
     d.mem[0].bytes = 16 * 1024;
     d.mem[1].bytes = 256 * 1024;
@@ -1121,27 +1124,38 @@ VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again,
     d.bw_shared = 1e9; /* the last level at its own rate */
     for (int i = 0; i < d.nmem; i++)
         d.mem[i].line = (int)line;
-    /* k = 16: A (m x 16) within the second level, B within the first; C
-     * (m x 4 n0) beyond the second level, at level 2 */
+    /* k = 16, one k block: A (m x 16) within the second level, B within
+     * the first; C (m x 4 n0, 256 row tiles) beyond the second level */
     const int64_t m = 256 * (int64_t)m0, k = 16;
     const vx_problem four = {.m = m, .n = 4 * n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const vx_problem one = {.m = m, .n = n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const vx_problem small = {.m = 8 * m0, .n = 4 * n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     cr_assert(e * m * 4 * n0 > d.mem[1].bytes && e * m * k < d.mem[1].bytes / 2 && e * 8 * m0 * 4 * n0 < d.mem[1].bytes,
               "the sizes this test needs");
-    vx_device_desc slow = d;
+    /* a tile's C lines, fetched and written back, against its k loop */
+    const int64_t piece = e * n0;
+    const double bytes = 2.0 * m0 * ((double)((piece + line - 1) / line) + (piece % line == 0 ? 0.0 : 1.0)) * line;
+    const double loop = (double)k * F->rate[VX_LOAD_NONE][m0 - 1].p;
+    cr_assert(loop > 0, "the tile's rate");
+    /* C's home slow enough that the loop covers a tenth of the fetch */
+    d.mem[2].bw = bytes / (10.0 * loop);
+    vx_device_desc slow = d, fast = d, faster = d;
     slow.mem[2].bw = d.mem[2].bw / 2;
+    fast.mem[2].bw = 4.0 * bytes / loop; /* the fetch a quarter of the loop */
+    faster.mem[2].bw = 8.0 * bytes / loop;
     const double f = vx_cost_price(&d, &c, &four, l1, g11), f_slow = vx_cost_price(&slow, &c, &four, l1, g11);
+    const double h = vx_cost_price(&fast, &c, &four, l1, g11), h_faster = vx_cost_price(&faster, &c, &four, l1, g11);
     const double o = vx_cost_price(&d, &c, &one, l1, g11), o_slow = vx_cost_price(&slow, &c, &one, l1, g11);
     const double s = vx_cost_price(&d, &c, &small, l1, g11), s_slow = vx_cost_price(&slow, &c, &small, l1, g11);
     vx_candidates_free(&c);
-    /* pieces of n0 floats, rows of 4 n0: both on line boundaries where n0 floats are whole lines */
-    const int64_t piece = e * n0;
-    const double lines = (double)((piece + line - 1) / line) + (piece % line == 0 ? 0.0 : 1.0);
-    const double rewalk = 2.0 * 3 * (double)m * lines * (double)line / d.mem[2].bw; /* 3 passes after the first */
-    cr_assert(f > 0 && fabs(f_slow - f - rewalk) <= 0.01 * rewalk,
+    /* 3 passes after the first, 256 row tiles each: each tile waits 10
+     * loops' worth less one, and 20 less one at half the rate */
+    const double more = 3.0 * 256 * (20.0 * loop - 10.0 * loop);
+    cr_assert(f > 0 && fabs(f_slow - f - more) <= 0.01 * more,
               "%lldx%dx%lld in place, 4 column tiles: halving C's home rate should add %g ns to %g (got %g)",
-              (long long)m, 4 * n0, (long long)k, rewalk, f, f_slow);
+              (long long)m, 4 * n0, (long long)k, more, f, f_slow);
+    cr_assert(h > 0 && h_faster == h, "the k loop covering the fetch: C's home rate moved the price %g -> %g ns", h,
+              h_faster);
     cr_assert(o > 0 && o_slow == o, "one column tile: C's home rate moved the price %g -> %g ns", o, o_slow);
     cr_assert(s > 0 && s_slow == s, "C within the second level: its home rate moved the price %g -> %g ns", s, s_slow);
 }

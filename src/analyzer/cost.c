@@ -762,25 +762,33 @@ static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p
 /* The in-place loops (gemm.c, run_inplace) walk all of a cell's rows once
  * per k block and column tile, each pass storing an n0-wide piece of every
  * row of C. Where the cell's C outgrows the second level, every pass after
- * the first fetches its lines again from C's home and writes them back
- * (the kernels fetch a tile's C only as its k loop starts). Unpriced, the
- * tuned rates of 16-wide tiles (AVX-512 embedded broadcasts, twenty-
- * seventh session) put 54208x64x4 on 8 x 16 tiles, four passes over a
- * 14 MB C, that ran 545 us against 336 for 4 x 64 (2 AMD Zen 4 cores).
- * A piece that does not start and end on line boundaries touches a line
- * more than it fills. */
-static double c_rewalk_ns(const vx_device_desc *d, const vx_problem *p, int n0, int64_t KB, const grid_ctx *x)
+ * the first fetches its lines again from C's home and writes them back. A
+ * tile fetches its C lines as its k loop starts, so only what that loop
+ * does not cover waits: short k blocks pay, long ones hide it. Unpriced,
+ * the tuned rates of 16-wide tiles (AVX-512 embedded broadcasts, twenty-
+ * seventh session) put 54208x44x4 (a 1x1 NHWC convolution) on 8 x 16
+ * tiles, three passes over a 9.5 MB C, that ran 1.3-1.4x the time of one
+ * pass on 5 x 48 (2 AMD Zen 4 cores; 54208x64x4: 8 x 16 545 us, 4 x 64
+ * 336), while 28224x256x64 (k blocks of 64) ran four passes of 4 x 64
+ * faster than one walk of 10 x 16 row blocks. A piece that does not start
+ * and end on line boundaries touches a line more than it fills. */
+static double c_rewalk_ns(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int mode, int m0,
+                          int64_t kb, int64_t KB, const grid_ctx *x)
 {
     const double e = d->elem_bytes;
     const int64_t passes = KB * x->cols;
-    if (passes < 2 || level_for(d, e * (double)x->m_c * (double)x->n_c) < 2)
+    const int home = level_for(d, e * (double)x->m_c * (double)x->n_c);
+    if (passes < 2 || home < 2)
         return 0.0;
     const int line = line_bytes(d);
-    const int64_t piece = (int64_t)e * n0;
+    const int64_t piece = (int64_t)e * F->n;
     const int aligned = piece % line == 0 && ((int64_t)e * p->n) % line == 0;
     const double lines = (double)(piece / line + (piece % line != 0)) + (aligned ? 0.0 : 1.0);
-    const int home = level_for(d, e * (double)x->m_c * (double)x->n_c);
-    return 2.0 * (double)(passes - 1) * (double)x->m_c * lines * line * x->nspb[home];
+    const double fetch = 2.0 * (double)m0 * lines * line * x->nspb[home];
+    const double waits = fetch - (double)kb * F->rate[mode][m0 - 1].p;
+    if (waits <= 0)
+        return 0.0;
+    return (double)(passes - 1) * (double)(x->full + (x->rem > 0)) * waits;
 }
 
 static double price_cell_body(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
@@ -828,7 +836,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         const double a_again = a_cell * (double)cols * x->nspb[1];
         return copy_b + a_first + dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_again);
     }
-    const double c_again = c_rewalk_ns(d, p, n0, KB, x);
+    const double c_again = c_rewalk_ns(d, p, F, b->mode, m0, kb, KB, x);
     const int a_level = level_for(d, e * (double)m_c * (double)kb);
     double a_again = x->nspb[a_level]; /* ns per byte */
     if (a_again > x->nspb[1]) /* slower than the second level */
