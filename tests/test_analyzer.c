@@ -1102,9 +1102,10 @@ VT_ISA_TEST(cost, a_blocks_of_few_row_tiles_reread_from_l2_stream, TMO)
 
 /* An in-place plan walks all of a cell's rows once per column tile (and k
  * block), storing an n0-wide piece of each row of C. Where the cell's C
- * outgrows the second level, every pass after the first fetches its lines
- * again from C's home and writes them back; a tile fetches its lines as
- * its k loop starts, so each tile waits for what that loop does not cover.
+ * is beyond the second level, each pass after the first has every tile
+ * fetch its C lines from C's home and write them back as its k loop
+ * starts (pieces rows apart, which the prefetchers do not follow), so each
+ * tile waits for what that loop does not cover.
  * Nothing where the loop covers it, where C fits the second level or where
  * one pass stores all of it. */
 VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again, TMO)

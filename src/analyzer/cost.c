@@ -757,21 +757,21 @@ static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p
                : 1.0;
 }
 
-/* The cell's time for L1 candidate b, whose k block for this k is kb
- * (vx_cost_kc), KB k blocks (k_blocks) and L0 time compute (cell_l0_time). */
 /* The in-place loops (gemm.c, run_inplace) walk all of a cell's rows once
  * per k block and column tile, each pass storing an n0-wide piece of every
- * row of C. Where the cell's C outgrows the second level, every pass after
- * the first fetches its lines again from C's home and writes them back. A
- * tile fetches its C lines as its k loop starts, so only what that loop
- * does not cover waits: short k blocks pay, long ones hide it. Unpriced,
- * the tuned rates of 16-wide tiles (AVX-512 embedded broadcasts, twenty-
- * seventh session) put 54208x44x4 (a 1x1 NHWC convolution) on 8 x 16
- * tiles, three passes over a 9.5 MB C, that ran 1.3-1.4x the time of one
- * pass on 5 x 48 (2 AMD Zen 4 cores; 54208x64x4: 8 x 16 545 us, 4 x 64
- * 336), while 28224x256x64 (k blocks of 64) ran four passes of 4 x 64
- * faster than one walk of 10 x 16 row blocks. A piece that does not start
- * and end on line boundaries touches a line more than it fills. */
+ * row of C. Where the cell's C is beyond the second level, the passes after
+ * the first meet its lines in short pieces rows apart, which the
+ * prefetchers do not follow: each tile's lines are fetched (and written
+ * back) as its k loop starts, and only what that loop does not cover
+ * waits. Unpriced, the tuned rates of 16-wide tiles (AVX-512 embedded
+ * broadcasts, twenty-seventh session) put 54208x44x4 (a 1x1 NHWC
+ * convolution) on 8 x 16 tiles, three passes over a 9.5 MB C, that ran
+ * 1.3-1.4x the time of one pass on 4 x 48 (2 AMD Zen 4 cores; 54208x64x4:
+ * 8 x 16 545 us, 4 x 64 336). Priced without the loop's cover, c2 1x1
+ * 64->256 at batch 3-32 (9408..100352 x 256 x 64) left pack-B 4 x 64 for
+ * packed 10 x 16 and ran 0.91-0.95x of oneDNN against 1.00-1.02. A piece
+ * that does not start and end on line boundaries touches a line more than
+ * it fills. */
 static double c_rewalk_ns(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int mode, int m0,
                           int64_t kb, int64_t KB, const grid_ctx *x)
 {
@@ -791,6 +791,8 @@ static double c_rewalk_ns(const vx_device_desc *d, const vx_problem *p, const vx
     return (double)(passes - 1) * (double)(x->full + (x->rem > 0)) * waits;
 }
 
+/* The cell's time for L1 candidate b, whose k block for this k is kb
+ * (vx_cost_kc), KB k blocks (k_blocks) and L0 time compute (cell_l0_time). */
 static double price_cell_body(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0,
                               const vx_l1_cand *b, int64_t kb, int64_t KB, double compute, const grid_ctx *x)
 {
