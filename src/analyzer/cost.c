@@ -498,9 +498,13 @@ typedef struct {
     int m0, n0;
     double row_k;       /* the tile's least time per row of a column tile, all of k (group_floor) */
     int modes;          /* bit per load mode: the tile has candidates in it that may run here */
-    double full_k, last_k; /* plain problems: the least time of a full tile and of the last row
-                              tile (r_last rows) over all of k, over the modes allowed
-                              (group_floor); INFINITY: no mode */
+    /* plain problems (group_floor), per load mode: the time of a full
+     * tile and of the last row tile (r_last rows) over all of k, in one k
+     * block (INFINITY: the mode is not allowed) */
+    double full_k[VX_LOAD_MODES], last_k[VX_LOAD_MODES];
+    double copy_a;      /* ... and ns per element of A that copy A+B pays to copy it at this
+                           height (copy_a_ns); 0: the plan reads A in place or A's panels
+                           were packed before the call, and pays A's read only */
 } tile_pre;
 
 static void tile_of(const vx_problem *p, int m0, int n0, tile_pre *T)
@@ -1037,34 +1041,81 @@ static void insert(vx_choice *out, int *n, int max, vx_choice v)
     out[i] = v;
 }
 
-/* A grid that fits the units, for the search: its shared context and the
- * per-row read costs every load mode pays (group_floor). */
+/* A grid that fits the units, for the search: its shared context and
+ * what group_floor prices per row and column of a cell. */
 typedef struct {
     grid_ctx x;
     int g;
     double a_row_read, b_row_read; /* ns per row of A (all of k) / of B's columns from home */
+    /* A plain problem's terms per load mode (modes_floor): its set-up;
+     * ns per column of B (all of k); per row of A and column tile after
+     * the first; per column of B and row tile after the first */
+    double ab_fixed, ab_b;         /* copy A+B: B's copy */
+    double a_elem;                 /* ns per element of A read from home */
+    double b_fixed, b_b, reread;   /* copy B: B's copy; A in place: its re-reads */
+    double n_fixed, n_b, n_rows, n_full; /* both in place: B's stalled read, its stalled
+                                            re-reads, its whole read */
 } grid_pre;
 
 /* The least any plan of a group can cost, whatever its load mode and
- * blocks: its L0 calls at the tile's least rates (candidates.c), with one
- * k block, plus the reads from home that every mode pays on top of them
- * (price_cell: copies from home, or in-place first passes that do not
- * overlap the kernels; a convolution's in-place patches do overlap, so
- * there only B's copy counts). */
+ * blocks. A plain problem: the least over the load modes of the mode's
+ * bound (mode_bound) with the terms that vary with the tile or the cell at
+ * their least (modes_floor). Otherwise: the L0 calls at the tile's least
+ * rates (candidates.c), with one k block, plus the reads from home that
+ * every mode pays on top of them (price_cell: copies from home, or
+ * in-place first passes that do not overlap the kernels; a convolution's
+ * in-place patches do overlap, so there only B's copy counts). */
 static inline double group_floor(const tile_pre *T, const grid_pre *P, int64_t rcell, int64_t ccell,
                                  const vx_problem *p, int plain)
 {
     const double m_c = rcell < T->R ? (double)(rcell * T->m0) : (double)p->m;
     const double n_c = ccell < T->C ? (double)(ccell * T->n0) : (double)p->n;
-    double compute;
-    if (plain) { /* the cell's own full and short tiles (cell_of) at their least rates */
-        int64_t full, rem;
-        cell_row_tiles(T, rcell, &full, &rem);
-        compute = (double)ccell * ((double)full * T->full_k + (rem > 0 ? T->last_k : 0.0));
-    } else {
-        compute = (double)ccell * m_c * T->row_k;
-    }
-    return P->x.fixed + compute + m_c * P->a_row_read + n_c * P->b_row_read;
+    if (!plain)
+        return P->x.fixed + (double)ccell * m_c * T->row_k + m_c * P->a_row_read + n_c * P->b_row_read;
+    /* per mode: the cell's own full and short tiles (cell_of) at the
+     * mode's rates in one k block (INFINITY where the tile does not allow
+     * it), and the mode's reads, copies and re-reads */
+    int64_t full, rem;
+    cell_row_tiles(T, rcell, &full, &rem);
+    const double cols = (double)ccell, has = rem > 0 ? 1.0 : 0.0;
+    double compute[VX_LOAD_MODES];
+    for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+        compute[mode] = cols * ((double)full * T->full_k[mode] + has * T->last_k[mode]);
+    const double a_read = m_c * P->a_row_read, reread = m_c * (cols - 1.0) * P->reread;
+    const double copy_a = T->copy_a <= 0.0 ? P->a_elem
+                          : P->x.a_far     ? T->copy_a + P->a_elem
+                                           : dmax(T->copy_a, P->a_elem); /* copy_a_elem_ns */
+    const double copy_ab = compute[VX_LOAD_COPY_AB] + P->ab_fixed + n_c * P->ab_b + m_c * (double)p->k * copy_a;
+    const double copy_b = compute[VX_LOAD_COPY_B] + P->b_fixed + n_c * P->b_b + a_read + reread;
+    const double none = P->n_fixed + a_read + reread +
+                        dmax(compute[VX_LOAD_NONE] + n_c * (P->n_b + (full + has - 1.0) * P->n_rows), n_c * P->n_full);
+    return P->x.fixed + dmin(dmin(copy_ab, copy_b), none);
+}
+
+/* A plain problem's terms of mode_bound per grid (group_floor): B's copy
+ * at its least over the tiles (n0 at most n0_max), the in-place re-reads'
+ * shares at their least (the stalled one), B's stalled read both in place.
+ * With the L0 calls at their least over the modes and only the reads from
+ * home beside them, the floors sat 5-14 % below their groups' least mode
+ * bound, and a search visited 9 groups (the random suite, AMD Zen 4)
+ * where 1.7 had a mode bound below the best plan. */
+static void modes_floor(const vx_device_desc *d, const vx_problem *p, int n0_max, grid_pre *P)
+{
+    const grid_ctx *x = &P->x;
+    const double e = d->elem_bytes, k = (double)p->k;
+    const double st = inplace_stall(d, p);
+    const double copy_b = x->b_home_last ? copy_b_ns(d, p, n0_max) + e * x->b_home
+                                         : dmax(copy_b_ns(d, p, n0_max), e * x->b_home);
+    P->ab_fixed = d->mode_ns[VX_LOAD_COPY_AB];
+    P->ab_b = k * copy_b;
+    P->a_elem = e * x->a_home;
+    P->b_fixed = d->mode_ns[VX_LOAD_COPY_B];
+    P->b_b = p->b_prepacked ? k * st * e * x->b_home : k * copy_b;
+    P->reread = st * e * k * x->top;
+    P->n_fixed = d->mode_ns[VX_LOAD_NONE];
+    P->n_b = st * e * k * x->b_home;
+    P->n_rows = st * e * k * x->top;
+    P->n_full = e * k * x->b_home;
 }
 
 /* A mode's bound (mode_bound) in parts, so that each L1 candidate's own
@@ -1207,17 +1258,20 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
     if (p->a_kfrac > 0 && p->a_kfrac < 1)
         k_least = dmax(1.0, k_least * p->a_kfrac - 1.0);
     /* A plain problem (no tap segments or pixel rows) also takes each
-     * tile's least time over the load modes it allows, at the full tile's
-     * and the last tile's own heights, one k block (mode_bound's compute):
-     * the least rate per row over all modes and heights left 70 % of the
-     * groups visited beaten by every mode's bound, whose compute alone was
-     * 3 % above the floor. */
+     * tile's time in each load mode it allows, at the full tile's and the
+     * last tile's own heights, one k block (mode_bound's compute), and
+     * what copying A costs at its height (group_floor): the least rate per
+     * row over all modes and heights left 70 % of the groups visited
+     * beaten by every mode's bound, whose compute alone was 3 % above the
+     * floor. */
     const int plain = p->a_seg <= 0 && p->a_row <= 0;
     const int64_t rows_max = a_rows_max(d, p); /* the in-place modes' tallest tile */
     const int64_t packed_rows = packed_a_rows_max(d, p);
+    int n0_max = 1;
     for (int i = 0; i < c->n0; i++) {
         tile_pre *T = &tiles[i];
         tile_of(p, c->l0[i].m, d->fam[c->l0[i].fam].n, T);
+        n0_max = T->n0 > n0_max ? T->n0 : n0_max;
         T->row_k = k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0;
         const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
         T->modes = 0;
@@ -1226,14 +1280,15 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         if (!plain)
             continue;
         const vx_l0_family *F = &d->fam[c->l0[i].fam];
-        T->full_k = T->last_k = INFINITY;
+        const double kd = (double)p->k;
+        const int a_in_place = T->m0 <= packed_rows;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
-            if (!(T->modes >> mode & 1))
-                continue;
-            const vx_rate *r = F->rate[rate_mode(T->m0 <= packed_rows, mode)];
-            T->full_k = dmin(T->full_k, (double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * (double)p->k);
-            T->last_k = dmin(T->last_k, (double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * (double)p->k);
+            const vx_rate *r = F->rate[rate_mode(a_in_place, mode)];
+            const int ok = T->modes >> mode & 1;
+            T->full_k[mode] = ok ? (double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * kd : INFINITY;
+            T->last_k[mode] = ok ? (double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * kd : INFINITY;
         }
+        T->copy_a = a_in_place || p->a_prepacked ? 0.0 : copy_a_ns(d, p, T->m0);
     }
     /* Per grid that fits: what every plan pays to read A and B from home
      * (a convolution's in-place patches overlap their reads: only B's copy
@@ -1253,6 +1308,8 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         const double share = mode_ok(p, VX_LOAD_NONE) || p->b_prepacked ? inplace_stall(d, p) : 1.0;
         P->a_row_read = conv_in_place ? 0.0 : e * (double)p->k * P->x.a_home;
         P->b_row_read = share * e * b_k * P->x.b_home;
+        if (plain)
+            modes_floor(d, p, n0_max, P);
         for (int i = 0; i < c->n0; i++) {
             const tile_pre *T = &tiles[i];
             if (G.tm > T->R || G.tn > T->C)
