@@ -75,7 +75,8 @@ Test(packed, random_sweep_avx2, .init = init_avx2, .timeout = TMO)
 }
 
 /* Larger channel counts than the sweep's: several panels of every family,
- * k blocks, the in-place path's pieces and band tiles, pointwise GEMMs. */
+ * k blocks, the in-place path's pieces and band tiles, pointwise GEMMs,
+ * one with an output past L2 (gemm.c, walks_rows). */
 Test(packed, wide_channels, .timeout = TMO)
 {
     static const int64_t cases[][9] = {
@@ -83,6 +84,7 @@ Test(packed, wide_channels, .timeout = TMO)
         { 1, 64, 7, 7, 130, 3, 3, 1, 1 },   { 2, 96, 9, 9, 70, 1, 1, 1, 0 },  { 1, 52, 9, 9, 100, 9, 9, 1, 4 },
         { 3, 40, 14, 14, 64, 1, 1, 2, 0 },  { 1, 200, 4, 4, 48, 3, 3, 1, 1 }, { 2, 3, 23, 23, 64, 7, 7, 2, 3 },
         { 1, 128, 5, 6, 257, 1, 1, 1, 0 },
+        { 12, 20, 40, 40, 108, 1, 1, 1, 0 }, /* an output past L2: packed plans walk it by rows */
     };
     char tag[64];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

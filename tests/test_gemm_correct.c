@@ -222,6 +222,53 @@ VT_ISA_TEST(shapes, b_past_last_level_cache, TMO)
     free(all);
 }
 
+/* One k block and a C beyond the units' L2: packed plans walk C by rows
+ * over strips of B's panels (gemm.c, walks_rows). Every packed tile the
+ * model ranks, forced, with ragged edges, B packed as it is read and
+ * copied (transposed), beta = 0 over NaN and beta != 0. */
+VT_ISA_TEST(shapes, packed_one_k_block_c_past_l2, TMO)
+{
+    const vx_hw_info *hw = vx_hw();
+    const int64_t l2 = hw->l2_bytes > 0 && hw->l2_bytes <= ((int64_t)8 << 20) ? hw->l2_bytes : (int64_t)1 << 20;
+    const int64_t n = 1109, k = 23;
+    const int64_t m = 5 * l2 / ((int64_t)sizeof(float) * n) | 1; /* C 2.5x two units' L2 */
+    enum { MAX_RANKED = 4096, MAX_TILES = 16 };
+    vx_priced_plan *all = malloc(sizeof *all * MAX_RANKED);
+    cr_assert(all);
+    vx_gemm_shape sh = { .m = m, .n = n, .k = k, .b_unit_stride = 1, .a_unit_stride = 1 };
+    const int ranked = vx_gemm_rank(&sh, vt_isa, 2, all, MAX_RANKED);
+    int tiles[MAX_TILES][2], ntiles = 0;
+    for (int r = 0; r < ranked && r < MAX_RANKED && ntiles < MAX_TILES; r++) {
+        const vx_gemm_plan *pl = &all[r].plan;
+        if (pl->path != VX_PATH_PACKED || pl->kc < k)
+            continue;
+        int seen = 0;
+        for (int t = 0; t < ntiles; t++)
+            seen |= tiles[t][0] == pl->mr && tiles[t][1] == pl->nr;
+        if (seen)
+            continue;
+        tiles[ntiles][0] = pl->mr;
+        tiles[ntiles][1] = pl->nr;
+        ntiles++;
+        char desc[128], tag[192];
+        vx_plan_describe(pl, desc, sizeof desc);
+        snprintf(tag, sizeof tag, "isa=%s C past L2, one k block [%s]", vt_isa_name(vt_isa), desc);
+        vt_case c = vt_case_make(m, n, k);
+        c.tb = ntiles % 2 ? VX_TRANS : VX_NO_TRANS; /* B copied, or packed as it is read */
+        c.alpha = -0.5f;
+        c.beta = ntiles % 3 ? 0.0f : 0.3f;
+        c.cinit = c.beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
+        c.ldc_pad = ntiles % 2 ? 5 : 0;
+        c.tag = tag;
+        vx_plan_set_override(pl);
+        vt_check(&c);
+        vx_plan_set_override(NULL);
+    }
+    cr_assert(ntiles >= 2, "only %d packed tiles ranked for %lldx%lldx%lld", ntiles, (long long)m,
+              (long long)n, (long long)k);
+    free(all);
+}
+
 /* k around the usual kc blocking sizes, and m, n, k around the planner's own
  * blocking for a big shape. */
 VT_ISA_TEST(shapes, around_blocking, TMO)

@@ -190,6 +190,39 @@ static const vx_ukernel_pk_fn *pk_kernels(const job *J, int far)
  * row block's first row tile as it reads each panel (packs_b_on_read), else
  * copied first; A's block is read in place (reads_a_in_place), else copied
  * into ap, its panels mr x kb apart. */
+/* Whether a packed plan walks C by rows: row tiles outside, column tiles
+ * inside, over strips of B's panels that fit a quarter of L2, instead of
+ * each column tile down all row tiles. Down a column tile every kernel
+ * call fetches one piece of each of its rows, rows apart; with one k block
+ * the calls are too short to wait for them, and pieces more than a page
+ * apart are fetched on demand (the prefetchers stop at pages). Along rows
+ * the pieces of each row follow each other, which the prefetchers stream.
+ * Only where C is not in L2 already (beyond a unit's L2, all items
+ * counted): there the strips only add re-reads of B's panels from L2
+ * (108x1600x20 on 10 x 16, C 0.7 MB: 0.8x the time by rows). On 2 AMD Zen 4
+ * cores (NOTES.md, twenty-eighth session), NCHW 1x1 convolutions of 12
+ * images of 40x40, c -> 108 (108 x 1600 x c per image, 10 x 16 tiles):
+ * c = 20 2208 -> 487 us, c = 64 2243 -> 1644, c = 128 3205 -> 2914;
+ * 4096x4096x8 4140 -> 2904 us, 1000x1000x16 375 -> 183; NHWC, and k of
+ * 256 and more, within 2 %. Strips of all of B's block: 512x4096x64
+ * (19 x 16, 1 MB of B) 0.91x the time; in a quarter of L2, 1.00x. */
+static int walks_rows(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t kc)
+{
+    if (kc < g->k)
+        return 0;
+    const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
+    return c_bytes / (double)(P->threads > 1 ? P->threads : 1) > (double)vx_hw()->l2_bytes;
+}
+
+/* walks_rows's strip: the columns whose panels of kb rows fill a quarter
+ * of L2, whole tiles, one at least. */
+static int64_t rows_strip_cols(int64_t kb, int nr)
+{
+    const int64_t l2 = vx_hw()->l2_bytes > 0 ? vx_hw()->l2_bytes : (int64_t)1 << 20;
+    const int64_t cols = l2 / 4 / (kb * (int64_t)sizeof(float)) / nr * nr;
+    return cols > nr ? cols : nr;
+}
+
 static void run_packed(const job *J, const item_view *v, float *ap, float *bp, int64_t m0, int64_t m1,
                        int64_t n0, int64_t n1)
 {
@@ -218,7 +251,8 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
      * convolution's gathered patches) keeps its block copy: gathering it
      * panel by panel ran an NCHW 3x3 convolution of 216225 pixels 1.5x
      * slower. */
-    const int one_block = b_on_read && m1 - m0 <= mc;
+    const int by_rows = walks_rows(g, P, kc);
+    const int one_block = !by_rows && b_on_read && m1 - m0 <= mc;
     for (int64_t jc = n0; jc < n1; jc += nc) {
         const int64_t nb = min64(nc, n1 - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
@@ -234,6 +268,29 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                                                  : ap;
                 if (!a_in_place && !a_pre)
                     load_a(g, v, ic, mb, pc, kb, mr, ap);
+                if (by_rows) { /* walks_rows: row tiles outside, over strips of B's panels */
+                    const int64_t strip = min64(nb, rows_strip_cols(kb, nr));
+                    for (int64_t j0 = 0; j0 < nb; j0 += strip)
+                        for (int64_t ir = 0; ir < mb; ir += mr) {
+                            const int64_t mm = min64(mr, mb - ir);
+                            const float *apan = a_in_place ? ablk + ir * g->a_rs
+                                                : a_pre    ? a_pre + (ic + ir) * g->k + pc * mm
+                                                           : ap + ir * kb;
+                            for (int64_t jr = j0; jr < min64(nb, j0 + strip); jr += nr) {
+                                const int64_t nn = min64(nr, nb - jr);
+                                float *bpan = bp + jr * kb, *cc = v->c + (ic + ir) * g->c_rs + jc + jr;
+                                const vx_epilogue *ep = epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb);
+                                if (b_on_read && ic == m0 && ir == 0) /* the strip's first row tile packs */
+                                    kern_pk[mm - 1](kb, apan, a_in_place ? a_rs : 1, a_in_place ? a_cs : mm,
+                                                    v->b + pc * g->b_rs + jc + jr, g->b_rs, cc, g->c_rs, nn,
+                                                    g->alpha, beta, ep, bpan);
+                                else
+                                    kern[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc, g->c_rs, nn, g->alpha, beta,
+                                                 ep);
+                            }
+                        }
+                    continue;
+                }
                 for (int64_t jr = 0; jr < nb; jr += nr) {
                     const int64_t nn = min64(nr, nb - jr);
                     float *bpan = one_block ? bp : bp + jr * kb;
