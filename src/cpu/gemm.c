@@ -205,13 +205,19 @@ static const vx_ukernel_pk_fn *pk_kernels(const job *J, int far)
  * c = 20 2208 -> 487 us, c = 64 2243 -> 1644, c = 128 3205 -> 2914;
  * 4096x4096x8 4140 -> 2904 us, 1000x1000x16 375 -> 183; NHWC, and k of
  * 256 and more, within 2 %. Strips of all of B's block: 512x4096x64
- * (19 x 16, 1 MB of B) 0.91x the time; in a quarter of L2, 1.00x. */
+ * (19 x 16, 1 MB of B) 0.91x the time; in a quarter of L2, 1.00x.
+ * Beyond ROWS_WALK_K_MAX a call (10 x 16 x 256: some 1300 cycles) covers
+ * its rows' fetches either way, and the strips' re-reads grow with k: no
+ * gain measured (c = 512, 2048: 0.99-1.00x), so the walk stays down. */
+enum { ROWS_WALK_K_MAX = 256 };
+
 static int walks_rows(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t kc)
 {
-    if (kc < g->k)
+    if (kc < g->k || g->k > ROWS_WALK_K_MAX)
         return 0;
     const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
-    return c_bytes / (double)(P->threads > 1 ? P->threads : 1) > (double)vx_hw()->l2_bytes;
+    const double l2 = vx_hw()->l2_bytes > 0 ? (double)vx_hw()->l2_bytes : (double)(1 << 20);
+    return c_bytes / (double)(P->threads > 1 ? P->threads : 1) > l2;
 }
 
 /* walks_rows's strip: the columns whose panels of kb rows fill a quarter
