@@ -189,17 +189,43 @@ static double direct_ns(const vx_device_desc *d, const vx_conv_view *v, int max_
     return d->call_ns + (t > 1 ? vx_cost_region_ns(d, warm) : 0.0) + (compute > stream ? compute : stream);
 }
 
+/* Whether a transpose writes rows a page apart or a multiple of it (1024
+ * channels and more) while reading rows that are not 512 floats apart
+ * (pack.c, vx_copy_transposed: it then walks dst's rows 8 at a time, all
+ * in the same cache sets, and reads each line of src twice); such
+ * transposes ran TRANSPOSE_ALIASED times as long a float (1024 x 196:
+ * 0.30 ns against 0.15 for 1000 x 196; 2048 x 49: 0.35 against 0.17; one
+ * AMD Zen 4 core). With the rate of the others, an NCHW 1x1 conv 1024 ->
+ * 256 on 14x14 went through NHWC at 1.12x the time of its NCHW plan. */
+#define TRANSPOSE_ALIASED 2.0
+
+static int transpose_aliased(int64_t ld_src, int64_t ld_dst)
+{
+    return ld_dst % 1024 == 0 && ld_src % 512 != 0;
+}
+
 /* Transposing a tensor of `elems` floats (NCHW to NHWC and back), shared
  * among t threads: at the measured transposed-copy rate while it fits the
- * last cache level; beyond, at the measured rate of strided copies from
- * DRAM, which more threads do not speed up (1x49x499x499, 1x1 stride 2:
- * the 49 MB input's transpose took 5 of the 7.9 ms; NOTES.md). */
-static double transpose_ns(const vx_device_desc *d, double elems, int t)
+ * last cache level; beyond, at what DRAM moves for all units together:
+ * each float read, its line fetched for the write, written back (1x49x
+ * 499x499, 1x1 stride 2: the 49 MB input's transpose took 5 of the 7.9
+ * ms, 0.41 ns a float; 13x64x56x56, 3x3 -> 64 on 2 AMD Zen 4 cores: 2.2 ms
+ * for 5.2 M floats in and out, 0.41 ns, priced 0.63 at the measured
+ * single-thread rate of strided copies from DRAM it had before). */
+static double transpose_ns(const vx_device_desc *d, double elems, int t, int64_t ld_src, int64_t ld_dst)
 {
     const double bytes = elems * d->elem_bytes;
-    if (d->nmem >= 2 && bytes > (double)d->mem[d->nmem - 2].bytes)
-        return elems * d->copy_b_narrow_ns[1];
-    return elems * d->copy_ns[0][1] / t;
+    if (d->nmem >= 2 && bytes > (double)d->mem[d->nmem - 2].bytes && d->bw_shared > 0)
+        return 3.0 * bytes / d->bw_shared;
+    return elems * d->copy_ns[0][1] * (transpose_aliased(ld_src, ld_dst) ? TRANSPOSE_ALIASED : 1.0) / t;
+}
+
+/* The threads that share `count` matrices' transposes, each cut into
+ * strips of 64 of its `cols` columns (conv.c, transposes_task). */
+static int transpose_threads(int64_t count, int64_t cols, int t)
+{
+    const double units = (double)count * (double)((cols + 63) / 64);
+    return units < (double)t ? (int)units : t;
 }
 
 static void insert(vx_priced_plan *out, int *n, int max, const vx_priced_plan *v)
@@ -294,14 +320,19 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
             const int t = via.plan.threads > 1 ? via.plan.threads : 1;
             const double rs = (double)p->r * (double)p->s;
             via.plan.conv_via_nhwc = 1;
-            /* the threads share out whole images (filters): min(t, n) work */
-            const int tn = p->n < t ? (int)p->n : t, tk = p->k < t ? (int)p->k : t;
+            /* the threads share out strips of 64 columns of each image's
+             * (filter's) matrix (conv.c, transposes_task) */
+            const int tin = transpose_threads(p->n, p->h * p->w, t), tf = transpose_threads(p->k, p->c, t),
+                      tout = transpose_threads(p->n, p->k, t);
             /* in place, the filter panels are packed from KCRS itself (or
              * were packed before the call) */
             const int f_t = rs > 1 && !vx_conv_nhwc_in_place(&q, &vq, via.plan.path);
-            via.predicted_ns += transpose_ns(d, (double)p->n * (double)p->c * (double)p->h * (double)p->w, tn) +
-                                (f_t ? transpose_ns(d, (double)p->k * (double)p->c * rs, tk) : 0.0) +
-                                transpose_ns(d, (double)p->n * (double)p->k * (double)v.p * (double)v.q, tn);
+            /* (conv.c, conv_via_nhwc: the input c x hw to hw x c, the
+             * filter c x rs to rs x c, the output pq x k to k x pq) */
+            const int64_t hw = p->h * p->w, pq = v.p * v.q;
+            via.predicted_ns += transpose_ns(d, (double)p->n * (double)p->c * (double)hw, tin, hw, p->c) +
+                                (f_t ? transpose_ns(d, (double)p->k * (double)p->c * rs, tf, p->r * p->s, p->c) : 0.0) +
+                                transpose_ns(d, (double)p->n * (double)p->k * (double)pq, tout, p->k, pq);
             insert(out, &n, max, &via);
         }
     }
