@@ -206,14 +206,21 @@ static const vx_ukernel_pk_fn *pk_kernels(const job *J, int far)
  * 4096x4096x8 4140 -> 2904 us, 1000x1000x16 375 -> 183; NHWC, and k of
  * 256 and more, within 2 %. Strips of all of B's block: 512x4096x64
  * (19 x 16, 1 MB of B) 0.91x the time; in a quarter of L2, 1.00x.
- * Beyond ROWS_WALK_K_MAX a call (10 x 16 x 256: some 1300 cycles) covers
- * its rows' fetches either way, and the strips' re-reads grow with k: no
- * gain measured (c = 512, 2048: 0.99-1.00x), so the walk stays down. */
-enum { ROWS_WALK_K_MAX = 256 };
+ * What the walk saves per call is the wait for its rows' pieces, which a
+ * call of k steps covers more the longer k; what it costs is B's panel
+ * read again from L2 for every row tile (kb x nr floats a call, against
+ * mr x nr / 16 lines of C it no longer waits for): so it pays while k is
+ * short for the tile's height. Measured, k / mr: 10 x 16 at k = 20, 64,
+ * 128 (2, 6.4, 12.8) the gains above; 4 x 32 at k = 4 (NCHW 7x4x88x88
+ * -> 44, 1) 2.0-2.4x faster; 10 x 16 at k = 256 (25.6) 1.01-1.03x; 4 x 64
+ * at k = 128 (32) 0.94-0.97x, at k = 256 (64, NHWC 3x256x14x14 -> 1024)
+ * 0.84x. Hence k at most ROWS_WALK_K_PER_ROW rows of the tile, and at
+ * most ROWS_WALK_K_MAX (c = 512, 2048: no gain). */
+enum { ROWS_WALK_K_PER_ROW = 16, ROWS_WALK_K_MAX = 256 };
 
 static int walks_rows(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t kc)
 {
-    if (kc < g->k || g->k > ROWS_WALK_K_MAX)
+    if (kc < g->k || g->k > ROWS_WALK_K_MAX || g->k > (int64_t)ROWS_WALK_K_PER_ROW * P->mr)
         return 0;
     const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
     const double l2 = vx_hw()->l2_bytes > 0 ? (double)vx_hw()->l2_bytes : (double)(1 << 20);
