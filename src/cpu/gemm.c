@@ -184,12 +184,6 @@ static const vx_ukernel_pk_fn *pk_kernels(const job *J, int far)
     return far ? J->fam->pk_far : J->fam->pk;
 }
 
-/* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir.
- * Each B micro-panel (kc x nr) is reused by every A panel of the L2-resident
- * A block before the next one is touched. B's block is packed by the first
- * row block's first row tile as it reads each panel (packs_b_on_read), else
- * copied first; A's block is read in place (reads_a_in_place), else copied
- * into ap, its panels mr x kb apart. */
 /* Whether a packed plan walks C by rows: row tiles outside, column tiles
  * inside, over strips of B's panels that fit a quarter of L2, instead of
  * each column tile down all row tiles. Down a column tile every kernel
@@ -218,24 +212,31 @@ static const vx_ukernel_pk_fn *pk_kernels(const job *J, int far)
  * most ROWS_WALK_K_MAX (c = 512, 2048: no gain). */
 enum { ROWS_WALK_K_PER_ROW = 16, ROWS_WALK_K_MAX = 256 };
 
+/* A unit's L2 in bytes (1 MiB where the query found none). */
+static int64_t unit_l2_bytes(void) { return vx_hw()->l2_bytes > 0 ? vx_hw()->l2_bytes : (int64_t)1 << 20; }
+
 static int walks_rows(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t kc)
 {
     if (kc < g->k || g->k > ROWS_WALK_K_MAX || g->k > (int64_t)ROWS_WALK_K_PER_ROW * P->mr)
         return 0;
     const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
-    const double l2 = vx_hw()->l2_bytes > 0 ? (double)vx_hw()->l2_bytes : (double)(1 << 20);
-    return c_bytes / (double)(P->threads > 1 ? P->threads : 1) > l2;
+    return c_bytes / (double)(P->threads > 1 ? P->threads : 1) > (double)unit_l2_bytes();
 }
 
 /* walks_rows's strip: the columns whose panels of kb rows fill a quarter
  * of L2, whole tiles, one at least. */
 static int64_t rows_strip_cols(int64_t kb, int nr)
 {
-    const int64_t l2 = vx_hw()->l2_bytes > 0 ? vx_hw()->l2_bytes : (int64_t)1 << 20;
-    const int64_t cols = l2 / 4 / (kb * (int64_t)sizeof(float)) / nr * nr;
+    const int64_t cols = unit_l2_bytes() / 4 / (kb * (int64_t)sizeof(float)) / nr * nr;
     return cols > nr ? cols : nr;
 }
 
+/* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir
+ * (ic / strip / ir / jr where walks_rows). Each B micro-panel (kc x nr) is reused by every A panel of the L2-resident
+ * A block before the next one is touched. B's block is packed by the first
+ * row block's first row tile as it reads each panel (packs_b_on_read), else
+ * copied first; A's block is read in place (reads_a_in_place), else copied
+ * into ap, its panels mr x kb apart. */
 static void run_packed(const job *J, const item_view *v, float *ap, float *bp, int64_t m0, int64_t m1,
                        int64_t n0, int64_t n1)
 {
