@@ -370,6 +370,13 @@ static double copy_b_ns(const vx_device_desc *d, const vx_problem *p, int n0)
     return d->copy_ns[1][p->b_trans] + (p->b_run > 0 ? d->gather_run_ns / (double)run : 0.0);
 }
 
+/* ns per element of a copy from an operand's home: the copy's rate and
+ * the read overlap (the slower of the two), unless `both` (the sum). */
+static inline double copy_from_home(double rate, double read, int both)
+{
+    return both ? rate + read : dmax(rate, read);
+}
+
 /* ns per element of A copied into its buffer. From within the first two
  * levels the copy runs at the slower of its in-cache rate and the read; from
  * L3 or DRAM it pays both: A is copied through register transposes whose
@@ -378,8 +385,7 @@ static double copy_b_ns(const vx_device_desc *d, const vx_problem *p, int n0)
  * 2.5 ms; NOTES.md). B's copies are plain row copies and keep the max. */
 static double copy_a_elem_ns(const vx_device_desc *d, const vx_problem *p, int m0, double home_ns_per_byte, int far)
 {
-    const double rate = copy_a_ns(d, p, m0), read = d->elem_bytes * home_ns_per_byte;
-    return far ? rate + read : dmax(rate, read);
+    return copy_from_home(copy_a_ns(d, p, m0), d->elem_bytes * home_ns_per_byte, far);
 }
 
 /* Per-(grid, tile) quantities every L1 candidate under it shares. */
@@ -485,7 +491,7 @@ static void cell_rates(const vx_device_desc *d, const vx_problem *p, int m0, int
      * on 2 Zen 1 cores: each unit's 0.9 M elements copied in 0.6 ms against
      * 0.33 alone, 0.31 priced as the slower of the two). */
     const double b_read = d->elem_bytes * x->b_home;
-    x->copy_b = x->b_home_last ? copy_b_ns(d, p, n0) + b_read : dmax(copy_b_ns(d, p, n0), b_read);
+    x->copy_b = copy_from_home(copy_b_ns(d, p, n0), b_read, x->b_home_last);
     x->a_packed_in_place = m0 <= x->packed_a_rows;
     x->copy_a = x->a_packed_in_place || p->a_prepacked ? d->elem_bytes * x->a_home
                                                        : copy_a_elem_ns(d, p, m0, x->a_home, x->a_far);
@@ -1052,9 +1058,10 @@ typedef struct {
      * the first; per column of B and row tile after the first */
     double ab_fixed, ab_b;         /* copy A+B: B's copy */
     double a_elem;                 /* ns per element of A read from home */
-    double b_fixed, b_b, reread;   /* copy B: B's copy; A in place: its re-reads */
-    double n_fixed, n_b, n_rows, n_full; /* both in place: B's stalled read, its stalled
-                                            re-reads, its whole read */
+    double b_fixed, b_b;           /* copy B: B's copy */
+    double reread;                 /* in place: a re-read (A's per column tile after the first,
+                                      both in place B's per row tile after the first) */
+    double n_fixed, n_b, n_full;   /* both in place: B's stalled read, its whole read */
 } grid_pre;
 
 /* The least any plan of a group can cost, whatever its load mode and
@@ -1082,13 +1089,11 @@ static inline double group_floor(const tile_pre *T, const grid_pre *P, int64_t r
     for (int mode = 0; mode < VX_LOAD_MODES; mode++)
         compute[mode] = cols * ((double)full * T->full_k[mode] + has * T->last_k[mode]);
     const double a_read = m_c * P->a_row_read, reread = m_c * (cols - 1.0) * P->reread;
-    const double copy_a = T->copy_a <= 0.0 ? P->a_elem
-                          : P->x.a_far     ? T->copy_a + P->a_elem
-                                           : dmax(T->copy_a, P->a_elem); /* copy_a_elem_ns */
+    const double copy_a = T->copy_a <= 0.0 ? P->a_elem : copy_from_home(T->copy_a, P->a_elem, P->x.a_far);
     const double copy_ab = compute[VX_LOAD_COPY_AB] + P->ab_fixed + n_c * P->ab_b + m_c * (double)p->k * copy_a;
     const double copy_b = compute[VX_LOAD_COPY_B] + P->b_fixed + n_c * P->b_b + a_read + reread;
     const double none = P->n_fixed + a_read + reread +
-                        dmax(compute[VX_LOAD_NONE] + n_c * (P->n_b + (full + has - 1.0) * P->n_rows), n_c * P->n_full);
+                        dmax(compute[VX_LOAD_NONE] + n_c * (P->n_b + (full + has - 1.0) * P->reread), n_c * P->n_full);
     return P->x.fixed + dmin(dmin(copy_ab, copy_b), none);
 }
 
@@ -1104,8 +1109,7 @@ static void modes_floor(const vx_device_desc *d, const vx_problem *p, int n0_max
     const grid_ctx *x = &P->x;
     const double e = d->elem_bytes, k = (double)p->k;
     const double st = inplace_stall(d, p);
-    const double copy_b = x->b_home_last ? copy_b_ns(d, p, n0_max) + e * x->b_home
-                                         : dmax(copy_b_ns(d, p, n0_max), e * x->b_home);
+    const double copy_b = copy_from_home(copy_b_ns(d, p, n0_max), e * x->b_home, x->b_home_last);
     P->ab_fixed = d->mode_ns[VX_LOAD_COPY_AB];
     P->ab_b = k * copy_b;
     P->a_elem = e * x->a_home;
@@ -1114,7 +1118,6 @@ static void modes_floor(const vx_device_desc *d, const vx_problem *p, int n0_max
     P->reread = st * e * k * x->top;
     P->n_fixed = d->mode_ns[VX_LOAD_NONE];
     P->n_b = st * e * k * x->b_home;
-    P->n_rows = st * e * k * x->top;
     P->n_full = e * k * x->b_home;
 }
 
