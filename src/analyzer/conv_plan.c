@@ -221,10 +221,11 @@ static double transpose_ns(const vx_device_desc *d, double elems, int t, int64_t
 }
 
 /* The threads that share `count` matrices' transposes, each cut into
- * strips of 64 of its `cols` columns (conv.c, transposes_task). */
+ * strips of VX_CONV_TRANSPOSE_STRIP of its `cols` columns (conv.c,
+ * transposes_task). */
 static int transpose_threads(int64_t count, int64_t cols, int t)
 {
-    const double units = (double)count * (double)((cols + 63) / 64);
+    const double units = (double)count * (double)((cols + VX_CONV_TRANSPOSE_STRIP - 1) / VX_CONV_TRANSPOSE_STRIP);
     return units < (double)t ? (int)units : t;
 }
 
@@ -320,8 +321,8 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
             const int t = via.plan.threads > 1 ? via.plan.threads : 1;
             const double rs = (double)p->r * (double)p->s;
             via.plan.conv_via_nhwc = 1;
-            /* the threads share out strips of 64 columns of each image's
-             * (filter's) matrix (conv.c, transposes_task) */
+            /* the threads share out strips of each image's (filter's)
+             * matrix (transpose_threads) */
             const int tin = transpose_threads(p->n, p->h * p->w, t), tf = transpose_threads(p->k, p->c, t),
                       tout = transpose_threads(p->n, p->k, t);
             /* in place, the filter panels are packed from KCRS itself (or

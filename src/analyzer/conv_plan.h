@@ -80,6 +80,11 @@ static inline int vx_conv_piece_way(int64_t len, int64_t rows, int64_t imgs, int
     return down <= stack_below ? VX_PIECE_DOWN : VX_PIECE_ALONG;
 }
 
+/* An NCHW call run as NHWC (conv_via_nhwc) transposes its input, filter
+ * and output with the threads sharing strips of this many columns of
+ * each matrix (conv.c, transposes_task; conv_plan.c prices them so). */
+enum { VX_CONV_TRANSPOSE_STRIP = 64 };
+
 /* Longest contiguous run the NHWC patch gather copies at once (conv_gather.c;
  * the analyzer prices the copy by it). */
 enum { VX_CONV_GATHER_RUN_MAX = 64 };

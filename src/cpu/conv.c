@@ -22,7 +22,7 @@ typedef struct {
 /* The threads share the matrices' column strips of TRANSPOSE_STRIP (rows
  * of dst), not whole matrices: shared by matrices, a batch of 1 ran on one
  * thread and a batch of 3 on two took the time of 2. */
-enum { TRANSPOSE_STRIP = 64 };
+enum { TRANSPOSE_STRIP = VX_CONV_TRANSPOSE_STRIP };
 
 static int64_t strips_of(const transposes *t) { return (t->cols + TRANSPOSE_STRIP - 1) / TRANSPOSE_STRIP; }
 
