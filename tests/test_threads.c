@@ -353,3 +353,83 @@ Test(pool_meter, class_follows_the_baseline, .timeout = TMO)
     const int s = vx_pool_state();
     cr_assert_eq(vx_units_state_class(s), -8, "state %d", s);
 }
+
+/* A region whose tasks each take ~20 us, as a mid-size call's do. */
+static void busy_task(void *ctx, int tid, int n)
+{
+    (void)ctx;
+    (void)tid;
+    (void)n;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+}
+
+/* Regions of ~20 us until the TSC is calibrated and the meter has a
+ * reading: ~40 of them, where empty ones would be thousands. */
+static double calibrated_reading(void)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double waited = 0;
+    while (vx_pool_region_ns() <= 0 && waited < 20.0) {
+        vx_pool_run(busy_task, NULL, 2);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        waited = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+    }
+    return vx_pool_region_ns();
+}
+
+/* The meter's tracking on made-up samples (threadpool.h,
+ * vx_region_meter_step; 2.5 ticks a ns, a baseline of 200 ns = 500
+ * ticks). A process's first warm region also waits for its new workers
+ * (up to millions of ticks): the median starts at the baseline and that
+ * sample moves it 1/32, so the class stays 0; read from that sample, it
+ * stood at 7 and, in calls planned by it, stayed there (NOTES.md,
+ * twenty-ninth session). Hand-offs at the baseline keep it 0; at 8x it
+ * climbs to 3, and back at the baseline it returns to 0. */
+Test(pool_meter, tracking_starts_at_the_baseline)
+{
+    vx_region_meter t = { 0 };
+    cr_assert_eq(vx_region_meter_step(&t, 7e6, 2.5, 200.0), 0, "one slow first sample: class %d", t.cls);
+    cr_assert_float_eq(t.median_ticks, 500.0 * 33.0 / 32.0, 1e-9);
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(vx_region_meter_step(&t, i % 2 ? 450.0 : 550.0, 2.5, 200.0), 0, "sample %d: class %d", i, t.cls);
+    for (int i = 0; i < 200; i++)
+        vx_region_meter_step(&t, 4000.0, 2.5, 200.0);
+    cr_assert_eq(t.cls, 3, "hand-offs at 8x the baseline: class %d (median %g ticks)", t.cls, t.median_ticks);
+    for (int i = 0; i < 200; i++)
+        vx_region_meter_step(&t, 500.0, 2.5, 200.0);
+    cr_assert_eq(t.cls, 0, "back at the baseline: class %d (median %g ticks)", t.cls, t.median_ticks);
+    vx_region_meter none = { 0 };
+    cr_assert_eq(vx_region_meter_step(&none, 7e6, 2.5, 0.0), 0, "no baseline: class %d", none.cls);
+    cr_assert_float_eq(none.median_ticks, 7e6, 1e-3, "no baseline: the median starts at the first sample");
+}
+
+/* A class above 0 keeps the calls that would run regions on one thread,
+ * so nothing would update it: read ~0.1 s ago or earlier it is dropped by
+ * the next note of such a call (vx_pool_stream_note), and the regions that
+ * follow measure it again. Just after a reading it stays. */
+Test(pool_meter, a_stale_class_expires, .timeout = TMO)
+{
+    cr_assert(calibrated_reading() > 0, "no reading of a warm region");
+    vx_pool_set_region_baseline(1e-3);
+    int kept = 0;
+    for (int t = 0; t < 20 && !kept; t++) { /* tried until the two steps run unpreempted */
+        regions(200);
+        cr_assert_eq(atomic_load(&vx_pool_class_flag), 7, "baseline 1 ps: class %d", atomic_load(&vx_pool_class_flag));
+        vx_pool_stream_note();
+        kept = atomic_load(&vx_pool_class_flag) == 7;
+    }
+    cr_assert(kept, "a class read just now was dropped");
+    struct timespec ts = { 0, 300 * 1000 * 1000 }; /* 300 ms: past the ~0.1 s a class lasts unread */
+    nanosleep(&ts, NULL);
+    vx_pool_stream_note();
+    cr_assert_eq(atomic_load(&vx_pool_class_flag), 0, "a class unread for 300 ms kept: %d",
+                 atomic_load(&vx_pool_class_flag));
+    regions(400); /* from the baseline up by 1/32 a region: 7 after ~150 */
+    cr_assert_eq(atomic_load(&vx_pool_class_flag), 7, "not measured again after it was dropped: class %d",
+                 atomic_load(&vx_pool_class_flag));
+}

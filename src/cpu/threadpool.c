@@ -11,7 +11,10 @@
 
 /* After a region a worker spins this many TSC ticks (~0.1 ms) before it
  * sleeps: back-to-back calls then start without a futex wake-up. */
+/* CLASS_STALE_TICKS: ~0.1 s of a 2.6 GHz TSC; a slow window lasts minutes
+ * (threadpool.h), so re-measuring it costs a few dozen regions in ~3000. */
 enum { MAX_WORKERS = 256, SPIN_TICKS = 300000 };
+#define CLASS_STALE_TICKS 260000000ull
 
 typedef struct {
     pthread_t thread;
@@ -70,9 +73,13 @@ static struct {
     double ticks_per_ns;               /* the TSC's rate, 0 until calibrated */
     unsigned long long cal_tsc;        /* calibration: a TSC reading and the */
     double cal_ns;                     /* monotonic clock's at the same time */
-    double median_ticks;               /* the tracked median of the samples */
-    int cls;
+    vx_region_meter track;
 } g_meter;
+/* TSC of the last region the meter read, and a request (from any thread)
+ * that the meter start again from the baseline: set when a class above 0
+ * has gone stale (vx_pool_stream_note). */
+static atomic_ullong g_meter_last;
+static atomic_int g_meter_restart;
 
 static void *worker_main(void *arg)
 {
@@ -206,20 +213,36 @@ static void meter_sample(unsigned long long t_pub, unsigned long long t_cdone, u
                 g_meter.ticks_per_ns = (double)(__rdtsc() - g_meter.cal_tsc) / dt;
         }
     }
-    const double m = g_meter.median_ticks;
-    g_meter.median_ticks = m <= 0 ? sample : sample > m ? m * (33.0 / 32.0) : m * (31.0 / 32.0);
     if (g_meter.ticks_per_ns <= 0)
         return;
-    const double ns = g_meter.median_ticks / g_meter.ticks_per_ns, base = atomic_load(&g_baseline_ns);
-    atomic_store_explicit(&g_region_ns, ns, memory_order_relaxed);
-    if (base <= 0)
-        return;
-    const double r = log2(ns / base);
-    if (fabs(r - g_meter.cls) > 0.75) {
+    atomic_store_explicit(&g_meter_last, t_end, memory_order_relaxed);
+    if (atomic_exchange_explicit(&g_meter_restart, 0, memory_order_relaxed))
+        g_meter.track.median_ticks = 0;
+    const int cls = vx_region_meter_step(&g_meter.track, sample, g_meter.ticks_per_ns, atomic_load(&g_baseline_ns));
+    atomic_store_explicit(&g_region_ns, g_meter.track.median_ticks / g_meter.ticks_per_ns, memory_order_relaxed);
+    if (cls != atomic_load_explicit(&vx_pool_class_flag, memory_order_relaxed))
+        atomic_store_explicit(&vx_pool_class_flag, cls, memory_order_relaxed);
+}
+
+int vx_region_meter_step(vx_region_meter *t, double sample, double ticks_per_ns, double base_ns)
+{
+    /* The median starts at the baseline (without one, at this sample), not
+     * at the process's first sample: that region also waited for the new
+     * workers to start (up to 2-7 million ticks, ~1000x a hand-off, on two
+     * AMD Zen 4 cores), and followed by 1/32 a sample it put the class at 7
+     * within the calibration's first millisecond, where it stayed: priced
+     * at 128x, no later call ran a region to move it (NOTES.md,
+     * twenty-ninth session). */
+    const double m = t->median_ticks > 0 ? t->median_ticks : base_ns > 0 ? base_ns * ticks_per_ns : sample;
+    t->median_ticks = sample > m ? m * (33.0 / 32.0) : sample < m ? m * (31.0 / 32.0) : m;
+    if (base_ns <= 0)
+        return t->cls = 0;
+    const double r = log2(t->median_ticks / ticks_per_ns / base_ns);
+    if (fabs(r - t->cls) > 0.75) {
         const long c = lround(r);
-        g_meter.cls = c < -8 ? -8 : c > 7 ? 7 : (int)c;
-        atomic_store_explicit(&vx_pool_class_flag, g_meter.cls, memory_order_relaxed);
+        t->cls = c < -8 ? -8 : c > 7 ? 7 : (int)c;
     }
+    return t->cls;
 }
 
 int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
@@ -264,7 +287,17 @@ int vx_pool_run(vx_task_fn fn, void *ctx, int nthreads)
 
 void vx_pool_stream_note(void)
 {
-    atomic_store_explicit(&g_stream_end, __rdtsc(), memory_order_relaxed);
+    const unsigned long long t = __rdtsc();
+    atomic_store_explicit(&g_stream_end, t, memory_order_relaxed);
+    /* A class above 0 keeps calls that would share work on one thread, so
+     * no region comes to update it: read CLASS_STALE_TICKS ago or earlier,
+     * it is dropped (these calls then run regions again, which re-measure
+     * it, from the baseline up if the window is still slow). */
+    if (atomic_load_explicit(&vx_pool_class_flag, memory_order_relaxed) > 0 &&
+        t - atomic_load_explicit(&g_meter_last, memory_order_relaxed) > CLASS_STALE_TICKS) {
+        atomic_store_explicit(&g_meter_restart, 1, memory_order_relaxed);
+        atomic_store_explicit(&vx_pool_class_flag, 0, memory_order_relaxed);
+    }
 }
 
 int vx_pool_stream_recent(void)

@@ -56,6 +56,17 @@ static inline int vx_pool_warm(void) { return atomic_load_explicit(&vx_pool_warm
  * the time of one (NOTES.md, twenty-second session). */
 extern atomic_int vx_pool_class_flag; /* kept by threadpool.c */
 
+/* The tracking behind vx_pool_class_flag, one sample at a time: the
+ * median of the hand-offs (ticks) moves 1/32 towards each sample, from the
+ * baseline base_ns (ns; none: 0, the class stays 0) at ticks_per_ns, and
+ * the class (returned, also kept in *t) follows log2(median / baseline)
+ * once it is more than 0.75 away. Start from a zeroed meter. */
+typedef struct {
+    double median_ticks; /* 0: no sample yet */
+    int cls;
+} vx_region_meter;
+int vx_region_meter_step(vx_region_meter *t, double sample_ticks, double ticks_per_ns, double base_ns);
+
 /* The pool's state for the planner: vx_units_state(warm, class); every
  * call with a thread budget over one asks: two loads, inlined. */
 static inline int vx_pool_state(void)
