@@ -11,9 +11,11 @@
 
 /* After a region a worker spins this many TSC ticks (~0.1 ms) before it
  * sleeps: back-to-back calls then start without a futex wake-up. */
-/* CLASS_STALE_TICKS: ~0.1 s of a 2.6 GHz TSC; a slow window lasts minutes
- * (threadpool.h), so re-measuring it costs a few dozen regions in ~3000. */
 enum { MAX_WORKERS = 256, SPIN_TICKS = 300000 };
+/* How long a class above 0 lasts without a region to refresh it
+ * (vx_pool_stream_note): ~0.1 s of a 2.6 GHz TSC. A slow window lasts
+ * minutes (threadpool.h), so re-measuring it costs a few dozen regions in
+ * ~3000 calls of 30 us. */
 #define CLASS_STALE_TICKS 260000000ull
 
 typedef struct {
