@@ -269,14 +269,17 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     /* A read in place and B packed as it is read: the row block bounds no
      * copy of A, and more than one would read B's packed block (kc x nc, MBs,
      * beyond L2) again per block instead of packing each panel into one
-     * buffer kept hot (one_block): all the cell's rows are one block. Two
-     * AMD Zen 4 cores, 4 x 64 on 1 x 2, mc = 84 against one block, in one
-     * process: 272x2304x768 4467 -> 4323 us (oneDNN 4340), 272x3072x768
-     * 1.4 % faster, 496x2304x768 0.5 %; 272x768x3072, 1024x768x768,
-     * 80x2304x768 and ResNet-50's NHWC layers within noise; BERT's T17 and
-     * T31 qkv and ffn_up 1.5-3 % nearer oneDNN (NOTES.md, twenty-ninth
+     * buffer kept hot (one_block). So the cell's rows are one block where
+     * their k block fits the unit's L2; beyond it, every panel would read
+     * all of A's block from further out, which costs more than B's re-reads
+     * where panels are narrow. Two AMD Zen 4 cores, 4 x 64 on 1 x 2, mc = 84
+     * against one block, in one process: 272x2304x768 (A's block 0.8 MB)
+     * 4467 -> 4323 us (oneDNN 4340), 272x3072x768 1.4 % faster; BERT's T17
+     * qkv and ffn_up 3 % nearer oneDNN; without the L2 limit AVX2's 4 x 24
+     * ran 1600-2048-row layers 8-10 % slower (NOTES.md, twenty-ninth
      * session). */
-    if (a_in_place && b_on_read && !by_rows)
+    if (a_in_place && b_on_read && !by_rows &&
+        (double)(m1 - m0) * (double)kc * sizeof(float) <= (double)unit_l2_bytes())
         mc = m1 - m0;
     const int one_block = !by_rows && b_on_read && m1 - m0 <= mc;
     for (int64_t jc = n0; jc < n1; jc += nc) {
