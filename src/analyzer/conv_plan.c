@@ -225,7 +225,7 @@ static double transpose_ns(const vx_device_desc *d, double elems, int t, int64_t
  * transposes_task). */
 static int transpose_threads(int64_t count, int64_t cols, int t)
 {
-    const double units = (double)count * (double)((cols + VX_CONV_TRANSPOSE_STRIP - 1) / VX_CONV_TRANSPOSE_STRIP);
+    const double units = (double)count * (double)vx_conv_transpose_strips(cols);
     return units < (double)t ? (int)units : t;
 }
 

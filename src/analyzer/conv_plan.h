@@ -85,6 +85,12 @@ static inline int vx_conv_piece_way(int64_t len, int64_t rows, int64_t imgs, int
  * each matrix (conv.c, transposes_task; conv_plan.c prices them so). */
 enum { VX_CONV_TRANSPOSE_STRIP = 64 };
 
+/* The strips of one matrix of `cols` columns the threads share. */
+static inline int64_t vx_conv_transpose_strips(int64_t cols)
+{
+    return (cols + VX_CONV_TRANSPOSE_STRIP - 1) / VX_CONV_TRANSPOSE_STRIP;
+}
+
 /* Longest contiguous run the NHWC patch gather copies at once (conv_gather.c;
  * the analyzer prices the copy by it). */
 enum { VX_CONV_GATHER_RUN_MAX = 64 };

@@ -19,21 +19,17 @@ typedef struct {
     float *dst;
 } transposes;
 
-/* The threads share the matrices' column strips of TRANSPOSE_STRIP (rows
- * of dst), not whole matrices: shared by matrices, a batch of 1 ran on one
- * thread and a batch of 3 on two took the time of 2. */
-enum { TRANSPOSE_STRIP = VX_CONV_TRANSPOSE_STRIP };
-
-static int64_t strips_of(const transposes *t) { return (t->cols + TRANSPOSE_STRIP - 1) / TRANSPOSE_STRIP; }
-
+/* The threads share the matrices' column strips of VX_CONV_TRANSPOSE_STRIP
+ * (rows of dst), not whole matrices: shared by matrices, a batch of 1 ran
+ * on one thread and a batch of 3 on two took the time of 2. */
 static void transposes_task(void *ctx, int tid, int nthreads)
 {
     const transposes *t = ctx;
-    const int64_t per = strips_of(t), units = t->count * per;
+    const int64_t per = vx_conv_transpose_strips(t->cols), units = t->count * per;
     const int64_t lo = units * tid / nthreads, hi = units * (tid + 1) / nthreads;
     for (int64_t u = lo; u < hi; u++) {
-        const int64_t i = u / per, c0 = u % per * TRANSPOSE_STRIP;
-        const int64_t w = t->cols - c0 < TRANSPOSE_STRIP ? t->cols - c0 : TRANSPOSE_STRIP;
+        const int64_t i = u / per, c0 = u % per * VX_CONV_TRANSPOSE_STRIP;
+        const int64_t w = t->cols - c0 < VX_CONV_TRANSPOSE_STRIP ? t->cols - c0 : VX_CONV_TRANSPOSE_STRIP;
         vx_copy_transposed(t->rows, w, t->src + i * t->src_step + c0, t->ld_src,
                            t->dst + i * t->dst_step + c0 * t->ld_dst, t->ld_dst);
     }
@@ -41,8 +37,9 @@ static void transposes_task(void *ctx, int tid, int nthreads)
 
 static void transpose_all(const transposes *t, int threads)
 {
-    if (threads > t->count * strips_of(t))
-        threads = (int)(t->count * strips_of(t));
+    const int64_t units = t->count * vx_conv_transpose_strips(t->cols);
+    if (threads > units)
+        threads = (int)units;
     if (threads > 1)
         vx_pool_run(transposes_task, (void *)t, threads);
     else

@@ -232,8 +232,9 @@ static int64_t rows_strip_cols(int64_t kb, int nr)
 }
 
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir
- * (ic / strip / ir / jr where walks_rows). Each B micro-panel (kc x nr) is reused by every A panel of the L2-resident
- * A block before the next one is touched. B's block is packed by the first
+ * (ic / strip / ir / jr where walks_rows). Each B micro-panel (kc x nr) is
+ * reused by every A panel of the L2-resident A block before the next one
+ * is touched. B's block is packed by the first
  * row block's first row tile as it reads each panel (packs_b_on_read), else
  * copied first; A's block is read in place (reads_a_in_place), else copied
  * into ap, its panels mr x kb apart. */
