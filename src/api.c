@@ -208,7 +208,8 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
              * budget of more than one thread. */
             const int budget = set.threads, warm = budget > 1 ? vx_pool_state() : 0;
             vx_gemm_plan plan;
-            vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, warm, (vx_isa)isa, budget, &plan);
+            vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, la, lb, ldc, warm, (vx_isa)isa, budget,
+                               &plan);
             /* One thread because the workers sleep: in a stream of such
              * calls, wake them once (threadpool.h, vx_pool_stream_note).
              * Calls too small for two threads even then skip the check. */
@@ -216,7 +217,8 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
                 vx_pool_stream_call(warm, budget, plan.threads, (double)g.m * (double)g.n * (double)g.k);
             if (stream && vx_pool_stream_recent()) {
                 vx_gemm_plan spun;
-                vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, warm | 1, (vx_isa)isa, budget, &spun);
+                vx_plan_gemm_plain(g.m, g.n, g.k, g.b_cs == 1, g.a_cs == 1, la, lb, ldc, warm | 1, (vx_isa)isa,
+                                   budget, &spun);
                 if (spun.threads > 1)
                     plan = spun;
             }

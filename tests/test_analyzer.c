@@ -362,11 +362,17 @@ Test(plancache, hit_returns_what_was_put_and_clear_forgets)
     p.threads_m = 2;
     p.threads_n = 1;
     p.threads = 2;
-    const vx_plan_key k1 = { 123, 456, 789, 5, 0 }, k2 = { 123, 456, 789, 6, 0 };
+    const vx_plan_key k1 = { 123, 456, 789, 5, 0, 0, 0, 0 }, k2 = { 123, 456, 789, 6, 0, 0, 0, 0 };
     vx_plan_cache_put(&k1, &p);
     cr_assert(vx_plan_cache_get(&k1, &q), "miss right after put");
     cr_assert(memcmp(&p, &q, sizeof p) == 0, "hit returned a different plan");
     cr_assert(!vx_plan_cache_get(&k2, &q), "a key differing in flags hit");
+    /* a key differing only in one leading dimension */
+    for (int i = 0; i < 3; i++) {
+        vx_plan_key kl = k1;
+        *(i == 0 ? &kl.a_ld : i == 1 ? &kl.b_ld : &kl.c_ld) = 1000;
+        cr_assert(!vx_plan_cache_get(&kl, &q), "a key differing in leading dimension %d hit", i);
+    }
     vx_plan_cache_clear();
     cr_assert(!vx_plan_cache_get(&k1, &q), "hit after clear");
 }
@@ -584,6 +590,60 @@ Test(cost, rows_held_and_a_in_place_rule)
     cr_assert(vx_packed_a_in_place_ok(6, VX_PACKED_A_IN_PLACE_MIN_K, 2080, 12, 4096, 64));
     cr_assert(!vx_packed_a_in_place_ok(6, VX_PACKED_A_IN_PLACE_MIN_K - 1, 2080, 12, 4096, 64),
               "short k: A is copied");
+}
+
+/* The caller's lda, not k, bounds the tiles that read A in place: with A's
+ * rows three L1 ways apart (every row in the same sets) no direct or
+ * pack-B plan the model ranks is taller than the rows those sets hold,
+ * while the same shape with a dense A (rows k apart, spread over the sets)
+ * ranks taller ones. A wider ldb or ldc changes no tile rule here, and the
+ * dense leading dimensions given explicitly price exactly as none. */
+VT_ISA_TEST(cost, leading_dimension_bounds_in_place_tiles, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M);
+    const vx_mem_level *L1 = &M->desc.mem[0];
+    if (L1->ways <= 0 || L1->way_bytes <= 0)
+        cr_skip_test("skipped: this CPU's L1 geometry is unknown, so no stride aliases in the model");
+    const int64_t e = M->desc.elem_bytes, k = 768;
+    const int64_t lda = 3 * L1->way_bytes / e; /* rows three ways apart */
+    const int64_t limit = vx_in_place_a_rows_max(e * lda, L1->ways, L1->way_bytes, L1->line);
+    enum { MAX = 4096 };
+    vx_priced_plan *r = malloc(sizeof *r * MAX);
+    cr_assert_not_null(r);
+    const vx_gemm_shape dense = { .m = 80, .n = 192, .k = k, .b_unit_stride = 1, .a_unit_stride = 1 };
+    vx_gemm_shape wide = dense;
+    wide.a_ld = lda;
+    int n = vx_gemm_rank(&wide, vt_isa, 2, r, MAX);
+    cr_assert(n > 0 && n < MAX, "%d plans ranked", n);
+    int in_place = 0;
+    for (int i = 0; i < n; i++) {
+        if (r[i].plan.path != VX_PATH_DIRECT && r[i].plan.path != VX_PATH_PACK_B)
+            continue;
+        in_place++;
+        cr_assert(r[i].plan.mr <= limit, "lda %lld: plan %d reads %d rows of A in place, the sets hold %lld",
+                  (long long)lda, i, r[i].plan.mr, (long long)limit);
+    }
+    cr_assert(in_place > 0, "no in-place plan left to check");
+    n = vx_gemm_rank(&dense, vt_isa, 2, r, MAX);
+    int taller = 0;
+    for (int i = 0; i < n; i++)
+        taller |= (r[i].plan.path == VX_PATH_DIRECT || r[i].plan.path == VX_PATH_PACK_B) && r[i].plan.mr > limit;
+    cr_assert(taller, "dense A (rows %lld bytes apart): no in-place tile taller than %lld ranked",
+              (long long)(e * k), (long long)limit);
+    /* the dense leading dimensions, given, rank the same plans at the same prices */
+    vx_gemm_shape given = dense;
+    given.a_ld = k;
+    given.b_ld = given.c_ld = dense.n;
+    vx_priced_plan *q = malloc(sizeof *q * MAX);
+    cr_assert_not_null(q);
+    const int nq = vx_gemm_rank(&given, vt_isa, 2, q, MAX);
+    cr_assert_eq(nq, n);
+    for (int i = 0; i < n; i++)
+        cr_assert(vx_plan_same(&q[i].plan, &r[i].plan) && q[i].predicted_ns == r[i].predicted_ns,
+                  "plan %d differs with the dense leading dimensions given", i);
+    free(q);
+    free(r);
 }
 
 /* Candidates for a copy of this machine's description with two units (so

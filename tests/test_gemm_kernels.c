@@ -797,22 +797,26 @@ Test(planner, plain_lookup_matches_the_shape_lookup, .timeout = TMO)
     static const int64_t shapes[][3] = {{1, 17, 4}, {7, 15, 6}, {2, 1024, 512}, {300, 200, 100}, {4096, 1, 64}};
     for (int isa = VX_ISA_AVX2; isa <= VX_ISA_AVX512; isa++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-            for (int v = 0; v < 8; v++) {
-                const int b_unit = v & 1, a_unit = (v >> 1) & 1, warm = (v >> 2) & 1;
-                const vx_gemm_shape sh = { .m = shapes[i][0], .n = shapes[i][1], .k = shapes[i][2],
-                                           .b_unit_stride = b_unit, .a_unit_stride = a_unit, .pool_warm = warm };
+            for (int v = 0; v < 16; v++) {
+                const int b_unit = v & 1, a_unit = (v >> 1) & 1, warm = (v >> 2) & 1, wide = (v >> 3) & 1;
+                const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+                /* leading dimensions: none given, or wider than dense (A's rows 4 KiB apart) */
+                const int64_t a_ld = wide ? 1024 + (a_unit ? k : m) : 0, b_ld = wide ? 3 + (b_unit ? n : k) : 0,
+                              c_ld = wide ? n + 17 : 0;
+                const vx_gemm_shape sh = { .m = m, .n = n, .k = k, .b_unit_stride = b_unit, .a_unit_stride = a_unit,
+                                           .pool_warm = warm, .a_ld = a_ld, .b_ld = b_ld, .c_ld = c_ld };
                 for (int round = 0; round < 2; round++) { /* a miss, then a hit */
                     if (round == 0)
                         vx_plan_cache_clear();
                     vx_gemm_plan a, b;
                     memset(&a, 0x5A, sizeof a);
                     memset(&b, 0x3C, sizeof b);
-                    vx_plan_gemm_plain(sh.m, sh.n, sh.k, b_unit, a_unit, warm, (vx_isa)isa, 2, &a);
+                    vx_plan_gemm_plain(sh.m, sh.n, sh.k, b_unit, a_unit, a_ld, b_ld, c_ld, warm, (vx_isa)isa, 2, &a);
                     vx_plan_gemm(&sh, (vx_isa)isa, 2, &b);
                     cr_assert(vx_plan_same(&a, &b) && a.isa == b.isa && a.threads == b.threads,
-                              "isa %d %lldx%lldx%lld b_unit %d a_unit %d warm %d round %d: plain and shape "
-                              "lookups differ", isa, (long long)sh.m, (long long)sh.n, (long long)sh.k, b_unit,
-                              a_unit, warm, round);
+                              "isa %d %lldx%lldx%lld b_unit %d a_unit %d warm %d wide %d round %d: plain and "
+                              "shape lookups differ", isa, (long long)sh.m, (long long)sh.n, (long long)sh.k, b_unit,
+                              a_unit, warm, wide, round);
                 }
             }
 }

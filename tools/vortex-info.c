@@ -22,7 +22,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: vortex-info [--kernels] [--candidates] [--explain gemm M N K [--col-major] [--transa] [--transb]]\n"
+            "usage: vortex-info [--kernels] [--candidates] [--explain gemm M N K [--col-major] [--transa] [--transb]\n"
+            "                                                                 [--lda L] [--ldb L] [--ldc L]]\n"
             "                   [--explain conv2d N C H W K R S [--stride S|SHxSW] [--pad P|PHxPW]\n"
             "                                                   [--dilation D|DHxDW] [--groups G] [--nhwc]\n"
             "                                                   [--packed-filter]]\n"
@@ -33,7 +34,9 @@ static void usage(FILE *f)
             "                       L1 blocks, L2 grids) for every ISA this CPU runs\n"
             "  --explain gemm M N K the plan dyn_gemm would run for that shape, its\n"
             "                       predicted time and the next best five\n"
-            "                       (row-major NN unless --col-major/--transa/--transb)\n"
+            "                       (row-major NN unless --col-major/--transa/--transb;\n"
+            "                       dense unless --lda/--ldb/--ldc give the leading\n"
+            "                       dimensions, which the model prices)\n"
             "  --explain conv2d N C H W K R S\n"
             "                       the plan dyn_conv2d would run for a batch of N CxHxW\n"
             "                       images and K RxS filters (NCHW unless --nhwc; stride 1,\n"
@@ -253,7 +256,7 @@ int main(int argc, char **argv)
 {
     int kernels = 0, candidates = 0, explain = 0, col = 0, ta = 0, tb = 0, gpu = 0, list_gpu = 0, packed_filter = 0;
     const char *dtype = "f32";
-    long long m = 0, n = 0, k = 0;
+    long long m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0; /* 0: dense */
     vx_conv2d_params cp = { VX_NCHW, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, VX_ACT_NONE };
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -327,11 +330,31 @@ int main(int argc, char **argv)
             ta = 1;
         } else if (!strcmp(argv[i], "--transb")) {
             tb = 1;
+        } else if (!strcmp(argv[i], "--lda") || !strcmp(argv[i], "--ldb") || !strcmp(argv[i], "--ldc")) {
+            long long *ld = argv[i][4] == 'a' ? &lda : argv[i][4] == 'b' ? &ldb : &ldc;
+            if (i + 1 >= argc || !parse_i64(argv[i + 1], ld)) {
+                fprintf(stderr, "vortex-info: %s needs a positive integer\n", argv[i]);
+                return 2;
+            }
+            i++;
         } else {
             fprintf(stderr, "vortex-info: unknown argument '%s'\n", argv[i]);
             usage(stderr);
             return 2;
         }
+    }
+    /* the least leading dimensions dyn_gemm accepts (cblas_sgemm's) */
+    const int rm_ld = !col;
+    const long long a_min = rm_ld ? (ta ? m : k) : (ta ? k : m), b_min = rm_ld ? (tb ? k : n) : (tb ? n : k),
+                    c_min = rm_ld ? n : m;
+    if ((lda || ldb || ldc) && explain != 1) {
+        fprintf(stderr, "vortex-info: --lda/--ldb/--ldc go with --explain gemm\n");
+        return 2;
+    }
+    if ((lda && lda < a_min) || (ldb && ldb < b_min) || (ldc && ldc < c_min)) {
+        fprintf(stderr, "vortex-info: leading dimensions too small for this shape: lda >= %lld, ldb >= %lld, "
+                        "ldc >= %lld\n", a_min, b_min, c_min);
+        return 2;
     }
     print_hw();
     if (kernels)
@@ -351,15 +374,18 @@ int main(int argc, char **argv)
         if (explain == 2)
             return explain_conv(&cp, (vx_isa)isa, packed_filter);
         /* Same canonicalisation as dyn_gemm: column-major swaps the roles. */
+        const int rm = !col;
         vx_gemm_shape s;
-        if (!col) {
-            s = (vx_gemm_shape){ .m = m, .n = n, .k = k, .b_unit_stride = !tb, .a_unit_stride = !ta };
+        if (rm) {
+            s = (vx_gemm_shape){ .m = m, .n = n, .k = k, .b_unit_stride = !tb, .a_unit_stride = !ta,
+                                 .a_ld = lda, .b_ld = ldb, .c_ld = ldc };
         } else {
-            s = (vx_gemm_shape){ .m = n, .n = m, .k = k, .b_unit_stride = !ta, .a_unit_stride = !tb };
+            s = (vx_gemm_shape){ .m = n, .n = m, .k = k, .b_unit_stride = !ta, .a_unit_stride = !tb,
+                                 .a_ld = ldb, .b_ld = lda, .c_ld = ldc };
         }
-        char what[128];
-        snprintf(what, sizeof what, "gemm %s %s%s m=%lld n=%lld k=%lld", col ? "col" : "row", ta ? "T" : "N",
-                 tb ? "T" : "N", m, n, k);
+        char what[192];
+        snprintf(what, sizeof what, "gemm %s %s%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld ldc=%lld", col ? "col" : "row",
+                 ta ? "T" : "N", tb ? "T" : "N", m, n, k, lda ? lda : a_min, ldb ? ldb : b_min, ldc ? ldc : c_min);
         explain_gemm(&s, (vx_isa)isa, what);
     }
     return 0;

@@ -365,7 +365,8 @@ void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa is
                                   ((int64_t)(pool_warm & 31) << 44) | ((int64_t)v.filter_packed << 49) |
                                   ((int64_t)max_threads << 6),
                               (int64_t)(((uint64_t)v.items ^ ((uint64_t)vx_shape_geometry_key(&v.shape) << 20)) &
-                                        INT64_MAX) };
+                                        INT64_MAX),
+                              0, 0, 0 };
     vx_path forced = VX_PATH_AUTO;
     if (vx_plan_apply_override(&v.shape, NULL, &forced)) {
         /* Testing: the best GEMM plan with the override applied, or the

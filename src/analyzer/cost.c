@@ -410,8 +410,17 @@ typedef struct {
     int a_packed_in_place; /* the cell's tiles do (cell_rates) */
 } grid_ctx;
 
+/* The problem's leading dimensions (levels.h), the dense ones where it
+ * gives none (a problem built for a probe or a test). */
+static inline int64_t a_ld(const vx_problem *p) { return p->a_ld > 0 ? p->a_ld : p->a_trans ? p->m : p->k; }
+static inline int64_t b_ld(const vx_problem *p) { return p->b_ld > 0 ? p->b_ld : p->b_trans ? p->k : p->n; }
+static inline int64_t c_ld(const vx_problem *p) { return p->c_ld > 0 ? p->c_ld : p->n; }
+
 /* Whether A is a matrix whose unit-stride rows a tile reads in place side
- * by side, k elements apart as a call with lda = k lays them (a transposed
+ * by side, a_ld elements apart (the caller's lda; k for a dense A). Priced
+ * at k whatever the lda, 80x192x768 with lda = 3072 (rows 12 KiB apart, 8
+ * of them in L1's sets) ran direct 14 x 32 tiles at 270 us on one AMD Zen
+ * 4 core, against 209 for the packed 4 x 64 ones (a transposed
  * A's rows are adjacent; a convolution's patches are runs of adjacent
  * pixels). */
 static inline int a_rows_apart(const vx_problem *p)
@@ -432,7 +441,7 @@ static int64_t packed_a_rows_max(const vx_device_desc *d, const vx_problem *p)
     const vx_mem_level *L1 = &d->mem[0];
     if (!a_rows_apart(p) || p->a_prepacked || p->k < VX_PACKED_A_IN_PLACE_MIN_K)
         return 0;
-    const int64_t held = vx_rows_held((int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+    const int64_t held = vx_rows_held((int64_t)d->elem_bytes * a_ld(p), L1->ways, L1->way_bytes, L1->line);
     return held < VX_PACKED_A_IN_PLACE_MAX_ROWS ? held : VX_PACKED_A_IN_PLACE_MAX_ROWS;
 }
 
@@ -792,7 +801,7 @@ static double c_rewalk_ns(const vx_device_desc *d, const vx_problem *p, const vx
         return 0.0;
     const int line = line_bytes(d);
     const int64_t piece = (int64_t)e * F->n;
-    const int aligned = piece % line == 0 && ((int64_t)e * p->n) % line == 0;
+    const int aligned = piece % line == 0 && ((int64_t)e * c_ld(p)) % line == 0;
     const double lines = (double)(piece / line + (piece % line != 0)) + (aligned ? 0.0 : 1.0);
     const double fetch = 2.0 * (double)m0 * lines * line * x->nspb[home];
     const double waits = fetch - (double)kb * F->rate[mode][m0 - 1].p;
@@ -876,13 +885,13 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     const double a_stream =
         a_cell * x->a_home * a_wait +
         (a_level == 1 ? a_reread_share(d, p, m0, n0, x) : 1.0) * a_cell * (double)(cols - 1) * a_again;
-    /* B's rows lie ldb >= n elements apart. A page or more apart (and a k
-     * block of them spanning more than the first level), every row is a new
+    /* B's rows lie b_ld (the caller's ldb >= n) elements apart. A page or
+     * more apart (and a k block of them spanning more than the first level), every row is a new
      * page for the prefetchers and the pieces alias in the caches' sets;
      * closer rows share pages and stream like contiguous data (oracle:
      * 1x956x1171 read B in place at 37 GB/s per core, 3.7 KiB rows). */
-    const int b_strided = e * (double)p->n >= (double)d->page_bytes &&
-                          e * (double)kb * (double)p->n > (double)d->mem[0].bytes;
+    const int b_strided = e * (double)b_ld(p) >= (double)d->page_bytes &&
+                          e * (double)kb * (double)b_ld(p) > (double)d->mem[0].bytes;
     if (b->mode == VX_LOAD_COPY_B) {
         /* One n0-wide panel at a time: short pieces of rows a leading
          * dimension apart. From DRAM such pieces copy at the measured
@@ -912,7 +921,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     const int fit = level_for(d, e * (double)kb * n0);
     double panel = x->nspb[fit], first = x->b_home; /* ns per byte */
     if (b_strided) {
-        const int keep = aliased_level(d, fit, (int64_t)e * p->n, (int64_t)e * n0, kb);
+        const int keep = aliased_level(d, fit, (int64_t)e * b_ld(p), (int64_t)e * n0, kb);
         panel = dmax(panel, x->nspb[keep >= 0 ? keep : d->nmem >= 2 ? d->nmem - 2 : 0]);
         /* The first pass: from a cache, rows whose k block some level's
          * sets keep stream at the home level's rate (the kernels fetch B
@@ -929,7 +938,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
          * entries fall in 64 of the 256 sets of 6 ways; kc = 512: 9.3 ms,
          * kc = 256: 5.8, kc = 128: 5.7). From a cache the walks are cheaper
          * and not priced. */
-        if (x->b_home_last && kb > tlb_rows(d, (int64_t)e * p->n))
+        if (x->b_home_last && kb > tlb_rows(d, (int64_t)e * b_ld(p)))
             first = dmax(first, x->stride_tlb);
         /* Panels narrower than a line share each line with the next panel;
          * where no level keeps the k block's lines until then, every panel
@@ -962,7 +971,7 @@ static double price_cell(const vx_device_desc *d, const vx_problem *p, const vx_
     const double body = price_cell_body(d, p, F, m0, b, kb, KB, compute, x);
     const int64_t line = line_bytes(d);
     const int64_t e = d->elem_bytes;
-    if (x->tn < 2 || ((x->n_c * e) % line == 0 && (p->n * e) % line == 0))
+    if (x->tn < 2 || ((x->n_c * e) % line == 0 && (c_ld(p) * e) % line == 0))
         return body;
     /* A transfer stalls a unit only where its work on one row of the cell
      * (per k block) is shorter than the transfer: longer, the line has
@@ -991,7 +1000,7 @@ int64_t vx_in_place_a_rows_max(int64_t row_bytes, int ways, int64_t way_bytes, i
 }
 
 /* The tallest tile that may read this problem's A in place: over a plain
- * matrix's rows k apart, vx_in_place_a_rows_max; over a convolution's
+ * matrix's rows a_ld apart, vx_in_place_a_rows_max; over a convolution's
  * pixels a_pitch apart, as many as the first level's sets hold at that
  * stride, without the slack: its tiles end where a row of output pixels
  * does, and at 7 pixels a row the slack's 6-row tiles left a one-row tile
@@ -1005,7 +1014,7 @@ static int64_t a_rows_max(const vx_device_desc *d, const vx_problem *p)
 {
     const vx_mem_level *L1 = &d->mem[0];
     if (a_rows_apart(p))
-        return vx_in_place_a_rows_max((int64_t)d->elem_bytes * p->k, L1->ways, L1->way_bytes, L1->line);
+        return vx_in_place_a_rows_max((int64_t)d->elem_bytes * a_ld(p), L1->ways, L1->way_bytes, L1->line);
     if (p->a_in_place_ok && p->a_seg > 0 && p->a_pitch > 0) {
         const int64_t e = d->elem_bytes, bytes = p->a_pitch <= INT64_MAX / e ? e * p->a_pitch : INT64_MAX;
         const int64_t held = vx_rows_held(bytes, L1->ways, L1->way_bytes, L1->line);

@@ -227,6 +227,12 @@ typedef struct {
                                   B's home instead of copying */
     int a_prepacked;           /* ... A's mr-row panels (an NCHW call's packed filter):
                                   VX_LOAD_COPY_AB reads them instead of copying A */
+    int64_t a_ld, b_ld, c_ld;  /* elements between A's rows (of k along m; of m along k where
+                                  a_trans), B's (of n; of k where b_trans) and C's: the caller's
+                                  leading dimensions; 0: dense (k, n and n untransposed). What
+                                  the first level's sets and the TLB keep of an operand read
+                                  in place depends on them (cost.c: vx_rows_held, aliased_level,
+                                  tlb_rows), not on the shape */
     int units_warm;            /* the units are still busy-waiting from a recent region */
     int units_class;           /* what passing data between units costs now against what was
                                   measured: 2^units_class times (vx_units_state) */

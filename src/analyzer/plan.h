@@ -46,6 +46,10 @@ typedef struct {
                              read them instead of packing (levels.h) */
     int a_prepacked;      /* A's mr-row panels exist already (an NCHW packed filter): packed
                              plans read them instead of copying A (levels.h) */
+    int64_t a_ld, b_ld, c_ld; /* > 0: the caller's leading dimensions, in elements: A's (between
+                             its rows of k along m, or of m along k where transposed), B's (its
+                             rows of n, or of k), C's rows; 0: dense (k or m, n or k, n). The
+                             model prices in-place reads at these strides (levels.h) */
 } vx_gemm_shape;
 
 typedef struct {
@@ -75,8 +79,8 @@ int64_t vx_shape_geometry_key(const vx_gemm_shape *shape);
 
 /* The same for a plain GEMM (no convolution fields), without building the
  * shape on a cache hit (every dyn_gemm call). */
-void vx_plan_gemm_plain(int64_t m, int64_t n, int64_t k, int b_unit_stride, int a_unit_stride, int pool_warm,
-                        vx_isa isa, int max_threads, vx_gemm_plan *out);
+void vx_plan_gemm_plain(int64_t m, int64_t n, int64_t k, int b_unit_stride, int a_unit_stride, int64_t a_ld,
+                        int64_t b_ld, int64_t c_ld, int pool_warm, vx_isa isa, int max_threads, vx_gemm_plan *out);
 
 /* Testing hook: every non-zero field of *o replaces the rule's choice for
  * later calls in this process (path, nr, mr, mc, kc, nc, threads_m,

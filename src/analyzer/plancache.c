@@ -11,7 +11,7 @@
 #include <string.h>
 
 enum { SLOTS = 2048 };
-enum { KEY_WORDS = 5, PLAN_WORDS = (sizeof(vx_gemm_plan) + 7) / 8 };
+enum { KEY_WORDS = 6, PLAN_WORDS = (sizeof(vx_gemm_plan) + 7) / 8 };
 
 typedef struct {
     _Atomic uint64_t seq; /* odd while being written */
@@ -22,6 +22,21 @@ typedef struct {
 static slot g_slots[SLOTS];
 static _Atomic uint64_t g_generation = 1;
 
+/* The three leading dimensions in one word (a hit compares one more word,
+ * not three): exact while each is below 2^21 elements, as every dense call
+ * (all 0) and any lda up to 2 M is; beyond, a hash with the top bit set,
+ * where two strides that collide share a plan (still a right result). */
+static inline uint64_t ld_word(const vx_plan_key *k)
+{
+    const uint64_t a = (uint64_t)k->a_ld, b = (uint64_t)k->b_ld, c = (uint64_t)k->c_ld, lim = (uint64_t)1 << 21;
+    if (a < lim && b < lim && c < lim)
+        return a | (b << 21) | (c << 42);
+    uint64_t h = a * 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 31) ^ b) * 0xC2B2AE3D27D4EB4Full;
+    h = (h ^ (h >> 29) ^ c) * 0x165667B19E3779F9ull;
+    return (h ^ (h >> 32)) | ((uint64_t)1 << 63);
+}
+
 static void pack_key(const vx_plan_key *k, uint64_t w[KEY_WORDS])
 {
     w[0] = (uint64_t)k->m;
@@ -29,6 +44,7 @@ static void pack_key(const vx_plan_key *k, uint64_t w[KEY_WORDS])
     w[2] = (uint64_t)k->k;
     w[3] = (uint64_t)k->flags;
     w[4] = ((uint64_t)k->items << 16) ^ atomic_load_explicit(&g_generation, memory_order_relaxed);
+    w[5] = ld_word(k);
 }
 
 static slot *slot_of(const uint64_t w[KEY_WORDS])
@@ -38,6 +54,7 @@ static slot *slot_of(const uint64_t w[KEY_WORDS])
     h ^= w[2] * 0x165667B19E3779F9ull;
     h ^= w[3] * 0x27D4EB2F165667C5ull;
     h ^= w[4] * 0x94D049BB133111EBull;
+    h ^= w[5] * 0xBF58476D1CE4E5B9ull;
     return &g_slots[(h ^ (h >> 29)) % SLOTS];
 }
 
