@@ -76,6 +76,7 @@ typedef struct {
     char name[48];
     int64_t m, n, k;
     char ta, tb; /* 'N' or 'T' */
+    int64_t lda, ldb, ldc; /* leading dimensions; 0: tight (case_dims) */
 } bcase;
 
 typedef struct {
@@ -83,8 +84,18 @@ typedef struct {
     int n, cap;
 } case_list;
 
+/* The tight leading dimensions of a case (A, B, C): what each stored
+ * matrix's rows hold (at least 1, as cblas_sgemm wants). */
+static void tight_lds(const bcase *c, int64_t ld[3])
+{
+    const int64_t acols = c->ta == 'N' ? c->k : c->m, bcols = c->tb == 'N' ? c->n : c->k;
+    ld[0] = acols > 1 ? acols : 1;
+    ld[1] = bcols > 1 ? bcols : 1;
+    ld[2] = c->n > 1 ? c->n : 1;
+}
+
 static void add_case(case_list *l, const char *suite, const char *name, int64_t m, int64_t n,
-                     int64_t k, char ta, char tb)
+                     int64_t k, char ta, char tb, const int64_t ld[3])
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
@@ -103,6 +114,39 @@ static void add_case(case_list *l, const char *suite, const char *name, int64_t 
     c->k = k;
     c->ta = ta;
     c->tb = tb;
+    if (ld) {
+        c->lda = ld[0];
+        c->ldb = ld[1];
+        c->ldc = ld[2];
+    }
+}
+
+/* Whether leading dimensions given for a case (0: tight) are at least the
+ * tight ones; *why names the first that is not. */
+static int lds_ok(int64_t m, int64_t n, int64_t k, char ta, char tb, const int64_t ld[3], const char **why)
+{
+    bcase c = {.m = m, .n = n, .k = k, .ta = ta, .tb = tb};
+    int64_t t[3];
+    tight_lds(&c, t);
+    static const char *const names[3] = {"lda", "ldb", "ldc"};
+    for (int i = 0; i < 3; i++)
+        if (ld[i] != 0 && ld[i] < t[i]) {
+            *why = names[i];
+            return 0;
+        }
+    return 1;
+}
+
+/* A case name's suffix for its non-tight leading dimensions ("" for none). */
+static void ld_suffix(const int64_t ld[3], char *buf, size_t len)
+{
+    buf[0] = 0;
+    static const char *const names[3] = {"lda", "ldb", "ldc"};
+    for (int i = 0; i < 3; i++)
+        if (ld[i] > 0) {
+            const size_t used = strlen(buf);
+            snprintf(buf + used, len - used, "_%s%lld", names[i], (long long)ld[i]);
+        }
 }
 
 static uint64_t splitmix64(uint64_t *s)
@@ -119,7 +163,7 @@ static void suite_square(case_list *l)
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         char name[48];
         snprintf(name, sizeof name, "sq%d", sizes[i]);
-        add_case(l, "square", name, sizes[i], sizes[i], sizes[i], 'N', 'N');
+        add_case(l, "square", name, sizes[i], sizes[i], sizes[i], 'N', 'N', NULL);
     }
 }
 
@@ -133,7 +177,7 @@ static void suite_bert(case_list *l)
         for (size_t j = 0; j < sizeof layer / sizeof *layer; j++) {
             char name[48];
             snprintf(name, sizeof name, "T%d_%s", T[t], layer[j].what);
-            add_case(l, "bert", name, 16 * T[t], layer[j].n, layer[j].k, 'N', 'N');
+            add_case(l, "bert", name, 16 * T[t], layer[j].n, layer[j].k, 'N', 'N', NULL);
         }
 }
 
@@ -148,7 +192,7 @@ static void suite_small(case_list *l)
         int64_t k = 1 + (int64_t)(splitmix64(&s) % 32);
         char name[48];
         snprintf(name, sizeof name, "s%02d", i);
-        add_case(l, "small", name, m, n, k, 'N', 'N');
+        add_case(l, "small", name, m, n, k, 'N', 'N', NULL);
     }
 }
 
@@ -161,7 +205,7 @@ static void suite_trans(case_list *l)
         for (int t = 0; t < 4; t++) {
             char name[48];
             snprintf(name, sizeof name, "%s_%dx%dx%d", modes[t], shp[i][0], shp[i][1], shp[i][2]);
-            add_case(l, "trans", name, shp[i][0], shp[i][1], shp[i][2], modes[t][0], modes[t][1]);
+            add_case(l, "trans", name, shp[i][0], shp[i][1], shp[i][2], modes[t][0], modes[t][1], NULL);
         }
 }
 
@@ -201,20 +245,53 @@ static int suite_file(case_list *l, const char *path)
         char *hash = strchr(line, '#');
         if (hash)
             *hash = 0;
-        long long m, n, k;
+        /* M N K, then MODE and NAME in that order, with lda=L, ldb=L,
+         * ldc=L anywhere among them */
+        long long dims[3];
+        int ndims = 0, words = 0, bad = 0;
+        int64_t ld[3] = {0, 0, 0};
         char mode[8] = "NN", name[96] = "";
-        int got = sscanf(line, "%lld %lld %lld %7s %47s", &m, &n, &k, mode, name);
-        if (got <= 0)
+        for (char *tok = strtok(line, " \t\r\n"); tok && !bad; tok = strtok(NULL, " \t\r\n")) {
+            char *end;
+            if (ndims < 3) {
+                dims[ndims++] = strtoll(tok, &end, 10);
+                bad = *end != 0 || dims[ndims - 1] < 0;
+            } else if (!strncmp(tok, "ld", 2) && tok[2] && strchr("abc", tok[2]) && tok[3] == '=') {
+                ld[tok[2] - 'a'] = strtoll(tok + 4, &end, 10);
+                bad = *end != 0 || ld[tok[2] - 'a'] < 1;
+            } else if (words == 0) {
+                bad = strlen(tok) >= sizeof mode;
+                snprintf(mode, sizeof mode, "%s", tok);
+                words++;
+            } else if (words == 1) {
+                snprintf(name, 48, "%s", tok);
+                words++;
+            } else {
+                bad = 1;
+            }
+        }
+        if (ndims == 0 && !bad)
             continue;
         char ta, tb;
-        if (got < 3 || m < 0 || n < 0 || k < 0 || parse_mode(mode, &ta, &tb) != 0) {
-            fprintf(stderr, "%s:%d: expected 'M N K [NN|NT|TN|TT [NAME]]'\n", path, lineno);
+        const char *why = NULL;
+        if (bad || ndims < 3 || parse_mode(mode, &ta, &tb) != 0) {
+            fprintf(stderr, "%s:%d: expected 'M N K [NN|NT|TN|TT [NAME]]' (and optionally lda=L ldb=L ldc=L)\n",
+                    path, lineno);
             fclose(f);
             exit(2);
         }
-        if (!name[0])
-            snprintf(name, sizeof name, "%s_%lldx%lldx%lld", mode, m, n, k);
-        add_case(l, suite, name, m, n, k, ta, tb);
+        const long long m = dims[0], n = dims[1], k = dims[2];
+        if (!lds_ok(m, n, k, ta, tb, ld, &why)) {
+            fprintf(stderr, "%s:%d: %s is smaller than the stored matrix's rows\n", path, lineno, why);
+            fclose(f);
+            exit(2);
+        }
+        if (!name[0]) {
+            char suffix[80];
+            ld_suffix(ld, suffix, sizeof suffix);
+            snprintf(name, 48, "%s_%lldx%lldx%lld%s", mode, m, n, k, suffix);
+        }
+        add_case(l, suite, name, m, n, k, ta, tb, ld);
         added++;
     }
     fclose(f);
@@ -306,9 +383,14 @@ static void usage(FILE *f)
 "                      trans   NN/NT/TN/TT on 512^3, 100x300x77, 512x768x768 (12)\n"
 "                      all     square,bert,small\n"
 "                    or a file path: one case per line 'M N K [MODE [NAME]]',\n"
-"                    '#' starts a comment; the suite is named after the file\n"
+"                    with optional lda=L ldb=L ldc=L tokens after K (leading\n"
+"                    dimensions, else tight); '#' starts a comment; the suite\n"
+"                    is named after the file\n"
 "  --shape M N K     one case (repeatable); MODE from the last --trans\n"
 "  --trans MODE      NN, NT, TN or TT for the following --shape (default NN)\n"
+"  --ld LDA LDB LDC  leading dimensions for the following --shape, row-major\n"
+"                    (0: tight, the default): a case on views into wider\n"
+"                    matrices, e.g. one attention head's columns of Q\n"
 "  --libs LIST       libraries to time among vortex,dnnl,dnnl_matmul,mkl\n"
 "                    (default: all found; vortex always runs). dnnl is\n"
 "                    dnnl_sgemm; dnnl_matmul is the matmul primitive made once\n"
@@ -676,13 +758,17 @@ static int over_budget(void)
     return g_deadline > 0 && bench_now() > g_deadline;
 }
 
-/* Tight leading dimensions (ld[0..2] for A, B, C) and element counts of a case. */
+/* Leading dimensions (ld[0..2] for A, B, C: the case's, else tight) and
+ * element counts of a case. */
 static void case_dims(const bcase *c, int64_t *asz, int64_t *bsz, int64_t *csz, int64_t ld[3])
 {
-    const int64_t acols = c->ta == 'N' ? c->k : c->m, bcols = c->tb == 'N' ? c->n : c->k;
-    ld[0] = acols > 1 ? acols : 1;
-    ld[1] = bcols > 1 ? bcols : 1;
-    ld[2] = c->n > 1 ? c->n : 1;
+    tight_lds(c, ld);
+    if (c->lda > 0)
+        ld[0] = c->lda;
+    if (c->ldb > 0)
+        ld[1] = c->ldb;
+    if (c->ldc > 0)
+        ld[2] = c->ldc;
     *asz = (c->ta == 'N' ? c->m : c->k) * ld[0];
     *bsz = (c->tb == 'N' ? c->k : c->n) * ld[1];
     *csz = c->m * ld[2];
@@ -1191,6 +1277,7 @@ int main(int argc, char **argv)
     const char *libs_arg = "vortex,dnnl,dnnl_matmul,mkl";
     int explicit_libs = 0;
     char ta = 'N', tb = 'N';
+    int64_t shape_ld[3] = {0, 0, 0}; /* --ld for the following --shape: A, B, C (0: tight) */
     int have_shapes = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -1209,10 +1296,27 @@ int main(int argc, char **argv)
                 fprintf(stderr, "vortex-bench-gemm: --shape needs integers >= 0\n");
                 return 2;
             }
-            char name[48];
-            snprintf(name, sizeof name, "%c%c_%.0fx%.0fx%.0f", ta, tb, m, n, k);
-            add_case(&cases, "shape", name, (int64_t)m, (int64_t)n, (int64_t)k, ta, tb);
+            const char *why = NULL;
+            if (!lds_ok((int64_t)m, (int64_t)n, (int64_t)k, ta, tb, shape_ld, &why)) {
+                fprintf(stderr, "vortex-bench-gemm: --ld: %s is smaller than the stored matrix's rows for "
+                                "--shape %.0f %.0f %.0f\n", why, m, n, k);
+                return 2;
+            }
+            char name[48], suffix[80];
+            ld_suffix(shape_ld, suffix, sizeof suffix);
+            snprintf(name, sizeof name, "%c%c_%.0fx%.0fx%.0f%s", ta, tb, m, n, k, suffix);
+            add_case(&cases, "shape", name, (int64_t)m, (int64_t)n, (int64_t)k, ta, tb, shape_ld);
             have_shapes = 1;
+        } else if (!strcmp(a, "--ld") && need(i, argc, 3, a)) {
+            for (int j = 0; j < 3; j++) {
+                const double v = num(argv[i + 1 + j], a);
+                if (v < 0 || v != floor(v)) {
+                    fprintf(stderr, "vortex-bench-gemm: --ld needs three integers >= 0 (0: tight)\n");
+                    return 2;
+                }
+                shape_ld[j] = (int64_t)v;
+            }
+            i += 3;
         } else if (!strcmp(a, "--trans") && need(i, argc, 1, a)) {
             if (parse_mode(argv[++i], &ta, &tb) != 0) {
                 fprintf(stderr, "vortex-bench-gemm: --trans takes NN, NT, TN or TT\n");
@@ -1315,7 +1419,8 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < cases.n; i++)
         add_case(&all, cases.v[i].suite, cases.v[i].name, cases.v[i].m, cases.v[i].n,
-                 cases.v[i].k, cases.v[i].ta, cases.v[i].tb);
+                 cases.v[i].k, cases.v[i].ta, cases.v[i].tb,
+                 (const int64_t[3]){cases.v[i].lda, cases.v[i].ldb, cases.v[i].ldc});
     free(cases.v);
 
     if (o.list) {
@@ -1332,6 +1437,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "vortex-bench-gemm: dnnl_matmul is timed with alpha=1, beta=0 only; "
                             "skipping it\n");
         lib_on[L_MM] = 0;
+    }
+    /* the matmul primitive is made for dense operands (format tags) */
+    for (int i = 0; i < all.n && lib_on[L_MM]; i++) {
+        int64_t t[3];
+        tight_lds(&all.v[i], t);
+        if ((all.v[i].lda && all.v[i].lda != t[0]) || (all.v[i].ldb && all.v[i].ldb != t[1]) ||
+            (all.v[i].ldc && all.v[i].ldc != t[2])) {
+            if (explicit_libs)
+                fprintf(stderr, "vortex-bench-gemm: dnnl_matmul is timed on tight leading dimensions only "
+                                "(%s has others); skipping it\n", all.v[i].name);
+            lib_on[L_MM] = 0;
+        }
     }
 
     /* MKL's OpenMP workers spin 200 ms after each call by default, which
