@@ -234,11 +234,14 @@ gemm_any(const char *fn, vx_layout layout, vx_transpose transa, vx_transpose tra
     if (verbose) {
         /* GPU calls are asynchronous: their time is the launch's, not the kernel's. */
         const double us = now_us() - t0;
-        fprintf(stderr, "vortex: gemm,%s,%s,%s%s,%s%s,m=%lld,n=%lld,k=%lld,alpha=%g,beta=%g,plan=%s,threads=%d,"
-                "%s=%.2f,gflops=%.1f\n", on_gpu ? "gpu" : "cpu", rm ? "row" : "col", trans_name(transa),
-                trans_name(transb), dtype_name(at), ct != at ? (ct == VX_F32 ? "->f32" : "") :
+        /* the leading dimensions too: plans are chosen for them (as oneDNN's
+         * verbose lines print strides) */
+        fprintf(stderr, "vortex: gemm,%s,%s,%s%s,%s%s,m=%lld,n=%lld,k=%lld,lda=%lld,ldb=%lld,ldc=%lld,alpha=%g,"
+                "beta=%g,plan=%s,threads=%d,%s=%.2f,gflops=%.1f\n", on_gpu ? "gpu" : "cpu", rm ? "row" : "col",
+                trans_name(transa), trans_name(transb), dtype_name(at), ct != at ? (ct == VX_F32 ? "->f32" : "") :
                 (math == VX_MATH_TF32 && at == VX_F32 && on_gpu ? "(tf32)" : ""),
-                (long long)m, (long long)n, (long long)k, alpha, beta, desc, threads,
+                (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldb, (long long)ldc, alpha,
+                beta, desc, threads,
                 on_gpu ? "launch_us" : "time_us", us,
                 !on_gpu && us > 0 ? 2e-3 * (double)m * (double)n * (double)k / us : 0.0);
     }
