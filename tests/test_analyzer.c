@@ -832,6 +832,34 @@ VT_ISA_TEST(cost, inplace_overlap_scales_the_streams_and_calibrates, TMO)
     vx_candidates_free(&c);
 }
 
+/* A tile of one row waits for all of an in-place B's stream from beyond
+ * the second level (cost.c, inplace_stall_rows): priced so whatever the
+ * measured overlap; two rows, or a B within the second level, keep the
+ * overlap. */
+VT_ISA_TEST(cost, one_row_tiles_wait_for_a_far_b, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_NONE), g11 = grid_of(&c, 1, 1);
+    const int64_t n = 2304, k_far = 2 * d.mem[1].bytes / (d.elem_bytes * n) + 1, k_near = 16;
+    const vx_problem far1 = {.m = 1, .n = n, .k = k_far, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_problem far2 = far1, near1 = far1;
+    far2.m = 2;
+    near1.k = k_near;
+    vx_device_desc o = d;
+    o.inplace_overlap = 0.9;
+    d.inplace_overlap = 0.0;
+    cr_assert_float_eq(vx_cost_price(&o, &c, &far1, l1, g11), vx_cost_price(&d, &c, &far1, l1, g11), 1e-6,
+                       "one row over B beyond L2: the whole stream, overlap or not");
+    if (c.l0[c.l1[l1].l0].m >= 2)
+        cr_assert(vx_cost_price(&o, &c, &far2, l1, g11) < vx_cost_price(&d, &c, &far2, l1, g11),
+                  "two rows keep the measured overlap");
+    cr_assert(vx_cost_price(&o, &c, &near1, l1, g11) <= vx_cost_price(&d, &c, &near1, l1, g11),
+              "one row over B within L2 keeps the measured overlap");
+    vx_candidates_free(&c);
+}
+
 /* A unit reads its share of B (its grid column's columns), which lives
  * where that share fits (3x768x768 on 2 Zen 1 cores: B of 2.4 MiB in L3, not
  * DRAM, once each unit reads half; NOTES.md). B one and a half times the

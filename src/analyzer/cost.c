@@ -735,6 +735,22 @@ static inline double inplace_stall(const vx_device_desc *d, const vx_problem *p)
     return plain_operands(p) ? 1.0 - d->inplace_overlap : 1.0;
 }
 
+/* inplace_stall for a direct plan whose tiles work `rows` rows of C per
+ * row of B they read: a tile of one row does one FMA per B vector it
+ * loads, runs at its load-bound rate, and its 16 rows of fetch-ahead take
+ * less time than a row's fetch from beyond the second level (`far`): the
+ * kernels wait for all of B's stream instead of the probe's share.
+ * Priced at the share, 1x3072x768 read B (in L3) in place with 1-row
+ * tiles, priced 47 us against 50 for the matrix-vector form, and ran 106
+ * against 65; 1x1024x4096 208 against 115 (2 AMD Zen 4 cores, alternated
+ * runs against oneDNN: 0.67-0.87x, then 1.08-1.47x). Two rows ran as fast
+ * either way (2x3072x768 100 us both; 2x768x3072 75 in place, 82 as the
+ * matrix-vector form), three and four faster in place. */
+static inline double inplace_stall_rows(const vx_device_desc *d, const vx_problem *p, int64_t rows, int far)
+{
+    return far && rows == 1 && plain_operands(p) ? 1.0 : inplace_stall(d, p);
+}
+
 /* ns per element of B a plan in this mode loads into its panels: a copy
  * (grid_common), or, where the panels were packed before the call
  * (b_prepacked: a packed filter) and the mode reads panels, their read
@@ -954,8 +970,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * adds to the kernels' time; never less than reading B once from home.
      * A's stream is priced whole, but for the re-reads from the second level
      * of a block of a few row tiles (a_reread_share). */
-    return d->mode_ns[VX_LOAD_NONE] + a_stream + c_again +
-           dmax(compute + inplace_stall(d, p) * b_stream, b_cell * x->b_home);
+    const double stall = inplace_stall_rows(d, p, m_c < m0 ? m_c : m0, x->b_home > x->nspb[1]);
+    return d->mode_ns[VX_LOAD_NONE] + a_stream + c_again + dmax(compute + stall * b_stream, b_cell * x->b_home);
 }
 
 /* price_cell_body, plus what cells side by side pay for the lines they
