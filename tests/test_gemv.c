@@ -199,7 +199,8 @@ VT_ISA_TEST(gemv, kernels_fused_store, TMO)
               vt_isa_name(vt_isa));
     vt_rng r;
     vt_rng_seed(&r, 42);
-    static const int64_t lens[] = {1, 3, 4, 5, 33, 150};
+    /* ... and around the axpy form's column blocks (8192 partial sums) */
+    static const int64_t lens[] = {1, 3, 4, 5, 33, 150, 2049, 8191, 8192, 8193, 16400};
     for (int form = 0; form < 2; form++)
         for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
             for (int var = 0; var < 4; var++) {

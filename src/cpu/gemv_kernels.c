@@ -142,13 +142,19 @@ void FN(sum_store)(int parts, const float *part, int64_t part_stride, int64_t le
 
 /* Rows stream in order, four at a time, each one's block of NB columns
  * contiguous (whole pages: one TLB miss per page and the prefetchers see
- * plain sequential streams); the partial sums of the block stay in an
- * L1-resident buffer. Walking strips of columns down all rows instead would
- * touch a new page per row per strip. */
+ * plain sequential streams); the partial sums of the block stay in a
+ * buffer of 32 KiB, in L1 or L2 (a load and a store per four B vectors).
+ * Walking strips of columns down all rows instead would touch a new page
+ * per row per strip, and every block beyond the first is another pass over
+ * all rows, each restarting the prefetchers' streams: with blocks of 2048
+ * columns (8 KiB, to keep the sums in L1) a unit's 5504 columns of
+ * 1x11008x4096 (B from DRAM) took three passes and ran 0.89-0.93x of
+ * oneDNN, in one pass 1.07-1.21x; 1x6144x1024 on one thread (B in L3)
+ * 0.85 -> 1.01-1.02x (2 AMD Zen 4 cores; NOTES.md, thirtieth session). */
 void FN(axpy)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *x, int64_t incx,
               float *y, int64_t incy, const vx_gemv_store *s)
 {
-    enum { NB = 2048 };
+    enum { NB = 8192 };
     float acc[NB] __attribute__((aligned(64)));
     for (int64_t j0 = 0; j0 < len; j0 += NB) {
         const int64_t nb = len - j0 < NB ? len - j0 : NB, nv = nb / W * W;
