@@ -83,14 +83,14 @@ VT_ISA_TEST(gemv, sweep_one_thread, TMO) { sweep(vt_isa, 1); }
 VT_ISA_TEST(gemv, sweep_two_threads, TMO) { sweep(vt_isa, 2); }
 
 /* The few-row form forced: m = 2..VX_GEMV_ROWS_MAX, lengths around the
- * kernel's vector and column-block edges (4096 / m floats of partial sums
+ * kernel's vector and column-block edges (8192 / m floats of partial sums
  * at most), k around its passes.
  * Layouts whose canonical B has unit-stride rows (row-major NN / TN,
  * col-major NN / NT) run it; the others fall back to the GEMM plan it
  * carries, and must be right too. */
 static void sweep_rows(vx_isa isa, int threads)
 {
-    static const int64_t lens[] = {2, 7, 8, 9, 33, 64, 65, 1023, 1025, 2100};
+    static const int64_t lens[] = {2, 7, 8, 9, 33, 64, 65, 1023, 1025, 2100, 4100};
     /* 40 and 97: two threads split k (for m = 2, and for every m) */
     static const int64_t ks[] = {1, 2, 3, 5, 17, 40, 97};
     char tag[64];
@@ -122,7 +122,7 @@ VT_ISA_TEST(gemv, rows_kernel_stores, TMO)
     /* every row count the kernel takes, beyond those a GEMM hands it too */
     vt_rng r;
     vt_rng_seed(&r, 7);
-    static const int64_t lens[] = {1, 5, 16, 37, 1030};
+    static const int64_t lens[] = {1, 5, 16, 37, 1030, 2049, 4097};
     for (int rows = 1; rows <= VX_GEMV_ROWS_MAX; rows++)
         for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
             for (int var = 0; var < 3; var++) {

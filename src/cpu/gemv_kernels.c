@@ -258,9 +258,13 @@ void FN(axpy)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *
  * L1-resident buffer. U rows of M per pass: R * U broadcast x values, U B
  * vectors and one sum must fit the register file (16 on AVX2: U = 2 for
  * R > 2). */
-/* The partial sums: 16 KiB, half of a 32 KiB L1, shared by the R rows;
- * blocks split the columns evenly (a short last block reads short runs). */
-enum { ACC_FLOATS = 4096, ROWS_MAX = VX_GEMV_ROWS_MAX };
+/* The partial sums: 32 KiB (L1 or L2, as the one-row form's), shared by
+ * the R rows; blocks split the columns evenly (a short last block reads
+ * short runs). Each block is a pass over all of k: with 16 KiB, 2-4 rows
+ * of 4096-11008 columns from DRAM ran 1.04-1.40x of oneDNN, with 32 KiB
+ * 1.11-1.45x (geomean 1.17 -> 1.23; 64 KiB 1.29, but on the stack of any
+ * caller's thread; 2 AMD Zen 4 cores, NOTES.md, thirtieth session). */
+enum { ACC_FLOATS = 8192, ROWS_MAX = VX_GEMV_ROWS_MAX };
 
 static inline __attribute__((always_inline)) void rows_pass(const int R, const int U, int64_t nb, int64_t nv,
                                                             const float *const r[4], int64_t ahead, const float *xs,
