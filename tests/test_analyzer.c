@@ -367,12 +367,19 @@ Test(plancache, hit_returns_what_was_put_and_clear_forgets)
     cr_assert(vx_plan_cache_get(&k1, &q), "miss right after put");
     cr_assert(memcmp(&p, &q, sizeof p) == 0, "hit returned a different plan");
     cr_assert(!vx_plan_cache_get(&k2, &q), "a key differing in flags hit");
-    /* a key differing only in one leading dimension */
-    for (int i = 0; i < 3; i++) {
+    /* a key differing only in one leading dimension, below 2^21 (packed
+     * exactly) and above (hashed) */
+    for (int i = 0; i < 6; i++) {
         vx_plan_key kl = k1;
-        *(i == 0 ? &kl.a_ld : i == 1 ? &kl.b_ld : &kl.c_ld) = 1000;
+        *(i % 3 == 0 ? &kl.a_ld : i % 3 == 1 ? &kl.b_ld : &kl.c_ld) = i < 3 ? 1000 : 3000000;
         cr_assert(!vx_plan_cache_get(&kl, &q), "a key differing in leading dimension %d hit", i);
+        vx_plan_cache_put(&kl, &p);
+        cr_assert(vx_plan_cache_get(&kl, &q), "leading dimension %d: miss right after put", i);
+        vx_plan_key next = kl;
+        (*(i % 3 == 0 ? &next.a_ld : i % 3 == 1 ? &next.b_ld : &next.c_ld))++;
+        cr_assert(!vx_plan_cache_get(&next, &q), "leading dimension %d one larger hit", i);
     }
+    cr_assert(vx_plan_cache_get(&k1, &q), "keys apart only in a leading dimension took the dense key's slot");
     vx_plan_cache_clear();
     cr_assert(!vx_plan_cache_get(&k1, &q), "hit after clear");
 }

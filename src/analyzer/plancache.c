@@ -55,7 +55,11 @@ static slot *slot_of(const uint64_t w[KEY_WORDS])
     h ^= w[3] * 0x27D4EB2F165667C5ull;
     h ^= w[4] * 0x94D049BB133111EBull;
     h ^= w[5] * 0xBF58476D1CE4E5B9ull;
-    return &g_slots[(h ^ (h >> 29)) % SLOTS];
+    /* a multiply moves bits only upwards: fold the high half down before
+     * the slot takes the low bits (keys apart only in ldc, which sits at
+     * bit 42 of w[5], all fell in one slot without it) */
+    h = (h ^ (h >> 32)) * 0xD6E8FEB86659FD93ull;
+    return &g_slots[(h ^ (h >> 32)) % SLOTS];
 }
 
 /* A hit copies the slot word by word straight into *out: staging the
