@@ -344,9 +344,9 @@ int main(int argc, char **argv)
         }
     }
     /* the least leading dimensions dyn_gemm accepts (cblas_sgemm's) */
-    const int rm_ld = !col;
-    const long long a_min = rm_ld ? (ta ? m : k) : (ta ? k : m), b_min = rm_ld ? (tb ? k : n) : (tb ? n : k),
-                    c_min = rm_ld ? n : m;
+    const int rm = !col;
+    const long long a_min = rm ? (ta ? m : k) : (ta ? k : m), b_min = rm ? (tb ? k : n) : (tb ? n : k),
+                    c_min = rm ? n : m;
     if ((lda || ldb || ldc) && explain != 1) {
         fprintf(stderr, "vortex-info: --lda/--ldb/--ldc go with --explain gemm\n");
         return 2;
@@ -374,7 +374,6 @@ int main(int argc, char **argv)
         if (explain == 2)
             return explain_conv(&cp, (vx_isa)isa, packed_filter);
         /* Same canonicalisation as dyn_gemm: column-major swaps the roles. */
-        const int rm = !col;
         vx_gemm_shape s;
         if (rm) {
             s = (vx_gemm_shape){ .m = m, .n = n, .k = k, .b_unit_stride = !tb, .a_unit_stride = !ta,

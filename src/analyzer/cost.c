@@ -411,9 +411,15 @@ typedef struct {
 } grid_ctx;
 
 /* The problem's leading dimensions (levels.h), the dense ones where it
- * gives none (a problem built for a probe or a test). */
-static inline int64_t a_ld(const vx_problem *p) { return p->a_ld > 0 ? p->a_ld : p->a_trans ? p->m : p->k; }
-static inline int64_t b_ld(const vx_problem *p) { return p->b_ld > 0 ? p->b_ld : p->b_trans ? p->k : p->n; }
+ * gives none. */
+static inline int64_t a_ld(const vx_problem *p)
+{
+    return p->a_ld > 0 ? p->a_ld : vx_dense_a_ld(p->a_trans, p->m, p->k);
+}
+static inline int64_t b_ld(const vx_problem *p)
+{
+    return p->b_ld > 0 ? p->b_ld : vx_dense_b_ld(p->b_trans, p->n, p->k);
+}
 static inline int64_t c_ld(const vx_problem *p) { return p->c_ld > 0 ? p->c_ld : p->n; }
 
 /* Whether A is a matrix whose unit-stride rows a tile reads in place side

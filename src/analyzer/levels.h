@@ -238,6 +238,12 @@ typedef struct {
                                   measured: 2^units_class times (vx_units_state) */
 } vx_problem;
 
+/* A dense operand's leading dimension (vx_problem's a_ld/b_ld where they
+ * are 0): A's rows hold k elements (m where transposed), B's n (k). C's is
+ * n. */
+static inline int64_t vx_dense_a_ld(int a_trans, int64_t m, int64_t k) { return a_trans ? m : k; }
+static inline int64_t vx_dense_b_ld(int b_trans, int64_t n, int64_t k) { return b_trans ? k : n; }
+
 /* The units' state as a backend reports it at call time, in one int that
  * plan keys carry: bit 0, the units still busy-wait after a recent region
  * (a region then starts without waking them); bits 1-4, a class c in

@@ -17,13 +17,6 @@
 static vx_gemm_plan g_override;
 static atomic_int g_have_override;
 
-/* A leading dimension as the model takes it: the caller's, or the dense
- * one where the shape gives none. */
-static inline int64_t ld_or_dense(int64_t ld, int64_t dense) { return ld > 0 ? ld : dense; }
-static inline int64_t a_ld_of(const vx_gemm_shape *s) { return ld_or_dense(s->a_ld, s->a_unit_stride ? s->k : s->m); }
-static inline int64_t b_ld_of(const vx_gemm_shape *s) { return ld_or_dense(s->b_ld, s->b_unit_stride ? s->n : s->k); }
-static inline int64_t c_ld_of(const vx_gemm_shape *s) { return ld_or_dense(s->c_ld, s->n); }
-
 static void problem_of(const vx_gemm_shape *s, vx_problem *p)
 {
     p->m = s->m;
@@ -47,9 +40,9 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->b_kfrac = s->b_kfrac;
     p->b_prepacked = s->b_prepacked;
     p->a_prepacked = s->a_prepacked;
-    p->a_ld = a_ld_of(s);
-    p->b_ld = b_ld_of(s);
-    p->c_ld = c_ld_of(s);
+    p->a_ld = s->a_ld; /* 0: dense (cost.c fills in the dense ones) */
+    p->b_ld = s->b_ld;
+    p->c_ld = s->c_ld;
     p->units_warm = vx_units_state_warm(s->pool_warm);
     p->units_class = vx_units_state_class(s->pool_warm);
 }
@@ -402,14 +395,24 @@ static inline int64_t key_flags(int b_unit, int a_unit, vx_isa isa, int pool_war
  * that a dense call finds the plan whether or not its caller gave it. */
 static inline int64_t ld_key(int64_t ld, int64_t dense) { return ld > 0 && ld != dense ? ld : 0; }
 
+/* The cache key of a GEMM shape; `geometry` is vx_shape_geometry_key's
+ * word (0 for a plain GEMM). One builder for both lookups, which must
+ * agree. */
+static inline vx_plan_key gemm_key(int64_t m, int64_t n, int64_t k, int64_t flags, int64_t geometry, int a_unit,
+                                   int b_unit, int64_t a_ld, int64_t b_ld, int64_t c_ld)
+{
+    return (vx_plan_key){ m, n, k, flags, geometry, ld_key(a_ld, vx_dense_a_ld(!a_unit, m, k)),
+                          ld_key(b_ld, vx_dense_b_ld(!b_unit, n, k)), ld_key(c_ld, n) };
+}
+
 void vx_plan_gemm_plain(int64_t m, int64_t n, int64_t k, int b_unit, int a_unit, int64_t a_ld, int64_t b_ld,
                         int64_t c_ld, int pool_warm, vx_isa isa, int max_threads, vx_gemm_plan *out)
 {
     if (max_threads < 1)
         max_threads = 1;
-    /* vx_plan_gemm's key for this shape: its extension word is 0 */
-    const vx_plan_key key = { m, n, k, key_flags(b_unit, a_unit, isa, pool_warm, max_threads, 0, 0), 0,
-                              ld_key(a_ld, a_unit ? k : m), ld_key(b_ld, b_unit ? n : k), ld_key(c_ld, n) };
+    /* vx_plan_gemm's key for this shape: its geometry word is 0 */
+    const vx_plan_key key = gemm_key(m, n, k, key_flags(b_unit, a_unit, isa, pool_warm, max_threads, 0, 0), 0,
+                                     a_unit, b_unit, a_ld, b_ld, c_ld);
     if (vx_plan_cache_get(&key, out) && !atomic_load_explicit(&g_have_override, memory_order_acquire))
         return;
     const vx_gemm_shape s = { .m = m, .n = n, .k = k, .b_unit_stride = b_unit, .a_unit_stride = a_unit,
@@ -421,12 +424,11 @@ void vx_plan_gemm(const vx_gemm_shape *s, vx_isa isa, int max_threads, vx_gemm_p
 {
     if (max_threads < 1)
         max_threads = 1;
-    const vx_plan_key key = { s->m, s->n, s->k,
-                              key_flags(s->b_unit_stride, s->a_unit_stride, isa, s->pool_warm, max_threads,
-                                        s->a_gathered, s->b_gathered),
-                              vx_shape_geometry_key(s),
-                              ld_key(a_ld_of(s), s->a_unit_stride ? s->k : s->m),
-                              ld_key(b_ld_of(s), s->b_unit_stride ? s->n : s->k), ld_key(c_ld_of(s), s->n) };
+    const vx_plan_key key = gemm_key(s->m, s->n, s->k,
+                                     key_flags(s->b_unit_stride, s->a_unit_stride, isa, s->pool_warm, max_threads,
+                                               s->a_gathered, s->b_gathered),
+                                     vx_shape_geometry_key(s), s->a_unit_stride, s->b_unit_stride, s->a_ld, s->b_ld,
+                                     s->c_ld);
     if (!vx_plan_cache_get(&key, out)) {
         vx_priced_plan best;
         vx_gemm_rank(s, isa, max_threads, &best, 1);
