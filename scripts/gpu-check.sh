@@ -1,38 +1,65 @@
 #!/usr/bin/env bash
 # One command for a GPU machine: builds a release Vortex with the CUDA backend
-# in build-gpu, runs the GPU tests (test_cuda_gemm, test_gemm_ex), then
-# compute-sanitizer memcheck and racecheck over test_cuda_gemm, the GPU
-# tuning (vortex-install-tune), and vortex-bench-gemm-cuda (transformer suite
-# in f32, tf32, f16, bf16, and the adaptive suite) against cuBLAS.
+# in build-gpu, runs the GPU tests (test_cuda_gemm, test_gemm_ex), the GPU
+# tuning (vortex-install-tune), vortex-bench-gemm-cuda (transformer suite in
+# f32, tf32, f16, bf16, and the adaptive suite) against cuBLAS, then
+# compute-sanitizer memcheck and racecheck over test_cuda_gemm.
 # Ends with a table: each step OK/FAIL with its counts, and the geomeans.
 #
-# usage: scripts/gpu-check.sh [--quick] [--no-sanitizer] [--no-bench] [--help]
+# usage: scripts/gpu-check.sh [--quick] [--no-sanitizer] [--no-bench] [--wgmma]
+#                              [--suites LIST] [--help]
 #   --quick         small benchmark suites (small, adaptive --quick), quick
 #                   tuning, no sanitizer
 #   --no-sanitizer  skip the compute-sanitizer runs
-#   --no-bench      skip the benchmark
+#   --no-bench      skip the benchmarks
+#   --wgmma         also weigh the Hopper (wgmma) family, which the model
+#                   offers only with VORTEX_CUDA_WGMMA=1: test_cuda_gemm
+#                   again with it, the transformer and adaptive suites in
+#                   f16/bf16 with it, and vortex-oracle-cuda with it
+#   --suites LIST   comma list of suite files (benchmarks/suites/NAME.txt or
+#                   paths) benchmarked after the built-in suites, all four
+#                   types (with --wgmma, f16/bf16 once more with the family)
 #
-# Logs go to $OUT if set, else benchmarks/out/gpu-YYYY-MM-DD (at most 8 files:
-# build.log tests.log sanitizer.log tune.log tune.json bench.log bench.csv
-# summary.txt). Every step has a timeout and the whole run stays within
+# Order: build, tests, tuning, benchmarks, then the sanitizers (slowest).
+# Logs go to $OUT if set, else benchmarks/out/gpu-YYYY-MM-DD: build.log
+# tests.log sanitizer.log tune.log tune.json bench.log bench.csv summary.txt,
+# and with --wgmma / --suites also bench-wgmma.{log,csv} oracle.{log,csv}
+# suites.{log,csv} suites-wgmma.csv (pack them: a lent machine returns 8
+# files). Every step has a timeout and the whole run stays within
 # GPU_CHECK_SECONDS (default 520 s): steps that no longer fit are skipped,
-# the least important first (tuning, then the sanitizers). A .devdeps folder
-# (scripts/gpu-deps-bundle.sh) supplies jansson and Criterion where the
-# machine lacks them. Exit status 0 when every step passed (the tuning may
-# fail without failing the run), 1 otherwise.
+# the least important first (racecheck, memcheck, then the extra suites).
+# GPU_CHECK_ARCHS (say 90) builds for those architectures alone. A .devdeps
+# folder (scripts/gpu-deps-bundle.sh) supplies jansson, hwloc and Criterion
+# where the machine lacks them. Exit status 0 when every step passed (the
+# tuning may fail without failing the run), 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-quick=0 sanitizer=1 bench=1
-for arg in "$@"; do
-  case $arg in
+quick=0 sanitizer=1 bench=1 wgmma=0 suites=""
+while [ $# -gt 0 ]; do
+  case $1 in
     --quick) quick=1; sanitizer=0 ;;
     --no-sanitizer) sanitizer=0 ;;
     --no-bench) bench=0 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "gpu-check: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+    --wgmma) wgmma=1 ;;
+    --suites)
+      [ $# -ge 2 ] || { echo "gpu-check: --suites needs a list (see --help)" >&2; exit 2; }
+      suites=$2; shift ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
+  shift
 done
+# Suite names -> files, checked before any device time is spent.
+suite_files=""
+if [ -n "$suites" ]; then
+  IFS=, read -r -a names <<<"$suites"
+  for nm in "${names[@]}"; do
+    f=$nm; [ -f "$f" ] || f=benchmarks/suites/$nm.txt
+    [ -f "$f" ] || { echo "gpu-check: no suite file '$nm' (nor $f)" >&2; exit 2; }
+    suite_files="${suite_files:+$suite_files,}$f"
+  done
+fi
 
 T0=$SECONDS
 BUDGET=${GPU_CHECK_SECONDS:-520}
@@ -44,7 +71,8 @@ BUILD=build-gpu
 JOBS=$(nproc)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-for f in build.log tests.log sanitizer.log tune.log tune.json bench.log bench.csv summary.txt; do
+for f in build.log tests.log sanitizer.log tune.log tune.json bench.log bench.csv summary.txt \
+         bench-wgmma.log bench-wgmma.csv oracle.log oracle.csv suites.log suites.csv suites-wgmma.csv; do
   rm -f "$LOGDIR/$f"
 done
 
@@ -87,15 +115,22 @@ fi
 # Each step may take up to its cap, minus the minimum time of the later steps
 # that matter at least as much (priority 0 most). A step left with less than
 # its minimum is skipped.
-steps=(configure build test_cuda_gemm test_gemm_ex memcheck racecheck tune bench)
+steps=(configure build test_cuda_gemm test_gemm_ex test_wgmma tune bench bench_wgmma oracle
+       suites memcheck racecheck)
 declare -A CAP=([configure]=120 [build]=420 [test_cuda_gemm]=150 [test_gemm_ex]=90
-                [memcheck]=120 [racecheck]=120 [tune]=60 [bench]=240)
+                [test_wgmma]=150 [tune]=60 [bench]=240 [bench_wgmma]=120 [oracle]=120
+                [suites]=240 [memcheck]=150 [racecheck]=180)
 declare -A MIN=([configure]=10 [build]=60 [test_cuda_gemm]=20 [test_gemm_ex]=10
-                [memcheck]=30 [racecheck]=30 [tune]=10 [bench]=45)
+                [test_wgmma]=20 [tune]=10 [bench]=45 [bench_wgmma]=30 [oracle]=30
+                [suites]=45 [memcheck]=30 [racecheck]=30)
 declare -A PRIO=([configure]=0 [build]=0 [test_cuda_gemm]=1 [test_gemm_ex]=1
-                 [memcheck]=3 [racecheck]=3 [tune]=4 [bench]=2)
+                 [test_wgmma]=1 [tune]=4 [bench]=2 [bench_wgmma]=2 [oracle]=3
+                 [suites]=3 [memcheck]=4 [racecheck]=5)
+on_suites=0; [ "$bench" = 1 ] && [ -n "$suite_files" ] && on_suites=1
 declare -A ON=([configure]=1 [build]=1 [test_cuda_gemm]=1 [test_gemm_ex]=1
-               [memcheck]=$sanitizer [racecheck]=$sanitizer [tune]=1 [bench]=$bench)
+               [test_wgmma]=$wgmma [tune]=1 [bench]=$bench [bench_wgmma]=$((bench & wgmma))
+               [oracle]=$((bench & wgmma)) [suites]=$on_suites
+               [memcheck]=$sanitizer [racecheck]=$sanitizer)
 if [ $quick = 1 ]; then CAP[tune]=30; CAP[bench]=90; fi
 
 step_seconds() { # step -> seconds it may take
@@ -151,6 +186,7 @@ header | tee "$LOGDIR/summary.txt.tmp"
 # ---- 1. configure and build --------------------------------------------------------
 built=0
 opts=(-Dbuildtype=release -Dcuda=enabled -Dbenchmarks=true)
+[ -n "${GPU_CHECK_ARCHS:-}" ] && opts+=("-Dgpu_archs=$GPU_CHECK_ARCHS")
 if fits configure; then
   t0=$SECONDS
   {
@@ -184,26 +220,114 @@ if [ "${STATUS[configure]:-}" = OK ] && fits build; then
 fi
 [ -n "${STATUS[build]:-}" ] || record build SKIP "configure failed"
 
-# ---- 2. tests ------------------------------------------------------------------------
+# ---- 2. tests (test_wgmma: test_cuda_gemm with the model offered the Hopper family) ----
 : >"$LOGDIR/tests.log"
-for t in test_cuda_gemm test_gemm_ex; do
-  exe=$BUILD/tests/$t
+for t in test_cuda_gemm test_gemm_ex test_wgmma; do
+  [ "${ON[$t]}" = 1 ] || continue
+  exe=$BUILD/tests/$t env=()
+  [ $t = test_wgmma ] && { exe=$BUILD/tests/test_cuda_gemm; env=(VORTEX_CUDA_WGMMA=1); }
   if [ $built = 0 ]; then record $t SKIP "no build"; continue; fi
   if [ ! -x "$exe" ]; then record $t FAIL "$exe was not built"; continue; fi
   fits $t || continue
   t0=$SECONDS
   log=$tmp/$t.log
-  timeout -k 10 "$lim" "$exe" --short-filename --verbose >"$log" 2>&1
+  env "${env[@]}" timeout -k 10 "$lim" "$exe" --short-filename --verbose >"$log" 2>&1
   rc=$?
   TOOK[$t]=$((SECONDS - t0))
-  { echo "==== $t (exit $rc) ===="; cat "$log"; } >>"$LOGDIR/tests.log"
+  { echo "==== $t${env:+ (${env[*]})} (exit $rc) ===="; cat "$log"; } >>"$LOGDIR/tests.log"
   criterion_counts "$log"
   grep -E 'FAIL|CRASH|Assertion' "$log" | head -10
   if [ $rc = 0 ] && [ $crit_bad = 0 ]; then record $t OK "$counts"
   else record $t "$(rc_word $((rc == 0 ? 1 : rc)))" "$counts (exit $rc)"; fi
 done
 
-# ---- 3. compute-sanitizer over test_cuda_gemm (Criterion forks each test) -------------
+# ---- 3. GPU tuning (tolerated to fail) ------------------------------------------------
+tuned=0
+if [ $built = 0 ]; then record tune SKIP "no build"
+elif fits tune; then
+  tune=$BUILD/tools/vortex-install-tune
+  targs=(--output "$LOGDIR/tune.json" --quiet --print)
+  "$tune" --help 2>&1 | grep -q -- '--gpu-only' && targs+=(--gpu-only)
+  [ $quick = 1 ] && targs+=(--quick)
+  t0=$SECONDS
+  timeout -k 10 "$lim" "$tune" "${targs[@]}" >"$LOGDIR/tune.log" 2>&1
+  rc=$?
+  TOOK[tune]=$((SECONDS - t0))
+  if [ $rc = 0 ] && [ -s "$LOGDIR/tune.json" ]; then
+    tuned=1
+    if grep -q '"cuda"' "$LOGDIR/tune.json"; then gpu='with GPU ("cuda") timings'; else gpu='no "cuda" section: CPU only'; fi
+    record tune OK "flags: ${targs[*]:4}; $gpu"
+  else
+    record tune WARN "tolerated: exit $rc ($(rc_word $rc)), see tune.log"
+  fi
+fi
+
+# ---- 4. benchmarks: built-in suites, the Hopper family's A/B, the oracle, suite files ---
+# run_bench STEP NAME [VAR=VALUE...] -- ARGS...: vortex-bench-gemm-cuda into NAME.log/.csv
+run_bench() {
+  local step=$1 name=$2 exe=$BUILD/benchmarks/vortex-bench-gemm-cuda env=() rc t0 done_line tf
+  shift 2
+  while [ "$1" != "--" ]; do env+=("$1"); shift; done
+  shift
+  [ $tuned = 1 ] && env+=("VORTEX_TUNE_FILE=$LOGDIR/tune.json")
+  if [ $built = 0 ]; then record $step SKIP "no build"; return; fi
+  if [ ! -x "$exe" ]; then record $step FAIL "$exe was not built"; return; fi
+  fits $step || return
+  t0=$SECONDS
+  env "${env[@]}" timeout -k 10 "$lim" "$exe" "$@" --csv "$LOGDIR/$name.csv" \
+    --max-seconds $((lim > 40 ? lim - 20 : lim / 2)) >>"$LOGDIR/$name.log" 2>&1
+  rc=$?
+  TOOK[$step]=$(( ${TOOK[$step]:-0} + SECONDS - t0 ))
+  done_line=$(grep '^done:' "$LOGDIR/$name.log" | tail -1 | sed 's/^done: //')
+  tf=$([ $tuned = 1 ] && echo "tune.json" || echo "default tuning")
+  if grep -q '^skipped: no CUDA device' "$LOGDIR/$name.log"; then record $step FAIL "no CUDA device"
+  elif [ $rc = 0 ]; then record $step OK "${DETAIL[$step]:+${DETAIL[$step]}; }${done_line:-?}; $tf"
+  else
+    record $step "$(rc_word $rc)" "exit $rc; ${done_line:-no final line}; $tf"
+    grep -E 'ERROR|MISMATCH' "$LOGDIR/$name.log" | head -10
+  fi
+}
+if [ "${ON[bench]}" = 1 ]; then
+  if [ $quick = 1 ]; then run_bench bench bench -- --suite "small,adaptive" --quick
+  else run_bench bench bench -- --suite "transformer,adaptive" --dtype "f32,tf32,f16,bf16"; fi
+fi
+if [ "${ON[bench_wgmma]}" = 1 ]; then
+  run_bench bench_wgmma bench-wgmma VORTEX_CUDA_WGMMA=1 -- --suite "transformer,adaptive" --dtype "f16,bf16"
+fi
+if [ "${ON[oracle]}" = 1 ]; then
+  exe=$BUILD/benchmarks/vortex-oracle-cuda
+  if [ $built = 0 ]; then record oracle SKIP "no build"
+  elif [ ! -x "$exe" ]; then record oracle FAIL "$exe was not built"
+  elif fits oracle; then
+    t0=$SECONDS rc=0
+    # f16 over the whole transformer suite, bf16 over its quick subset; the
+    # lines of both go to one CSV (the second run's header dropped).
+    for dt in f16 bf16; do
+      q=(); [ $dt = bf16 ] && q=(--quick)
+      left=$((lim - (SECONDS - t0))); [ $left -lt 10 ] && break
+      tf=(); [ $tuned = 1 ] && tf=("VORTEX_TUNE_FILE=$LOGDIR/tune.json")
+      env "${tf[@]}" VORTEX_CUDA_WGMMA=1 timeout -k 10 $left "$exe" --dtype $dt "${q[@]}" --csv "$tmp/oracle-$dt.csv" \
+        >>"$LOGDIR/oracle.log" 2>&1 || rc=$?
+      if [ -f "$tmp/oracle-$dt.csv" ]; then
+        if [ -s "$LOGDIR/oracle.csv" ]; then tail -n +2 "$tmp/oracle-$dt.csv" >>"$LOGDIR/oracle.csv"
+        else cat "$tmp/oracle-$dt.csv" >"$LOGDIR/oracle.csv"; fi
+      fi
+    done
+    TOOK[oracle]=$((SECONDS - t0))
+    rows=0; [ -s "$LOGDIR/oracle.csv" ] && rows=$(($(wc -l <"$LOGDIR/oracle.csv") - 1))
+    if [ $rc = 0 ] && [ $rows -gt 0 ]; then record oracle OK "$rows shapes (f16 full, bf16 quick), VORTEX_CUDA_WGMMA=1"
+    else record oracle "$(rc_word $((rc == 0 ? 1 : rc)))" "exit $rc, $rows shapes, see oracle.log"; fi
+  fi
+fi
+if [ "${ON[suites]}" = 1 ]; then
+  run_bench suites suites -- --suite "$suite_files" --dtype "f32,tf32,f16,bf16"
+  if [ $wgmma = 1 ] && [ "${STATUS[suites]:-}" = OK ]; then
+    run_bench suites suites-wgmma VORTEX_CUDA_WGMMA=1 -- --suite "$suite_files" --dtype "f16,bf16"
+    [ -f "$LOGDIR/suites-wgmma.log" ] && { cat "$LOGDIR/suites-wgmma.log" >>"$LOGDIR/suites.log"; rm -f "$LOGDIR/suites-wgmma.log"; }
+  fi
+fi
+
+# ---- 5. compute-sanitizer over test_cuda_gemm (Criterion forks each test) -------------
 for tool in memcheck racecheck; do
   [ "${ON[$tool]}" = 1 ] || continue
   if [ $built = 0 ]; then record $tool SKIP "no build"; continue; fi
@@ -235,55 +359,6 @@ for tool in memcheck racecheck; do
   grep -E '^========= (Invalid|Race|Error|Program hit)' "$log" | sort | uniq -c | sort -rn | head -5
 done
 
-# ---- 4. GPU tuning (tolerated to fail) ------------------------------------------------
-tuned=0
-if [ $built = 0 ]; then record tune SKIP "no build"
-elif fits tune; then
-  tune=$BUILD/tools/vortex-install-tune
-  targs=(--output "$LOGDIR/tune.json" --quiet --print)
-  "$tune" --help 2>&1 | grep -q -- '--gpu-only' && targs+=(--gpu-only)
-  [ $quick = 1 ] && targs+=(--quick)
-  t0=$SECONDS
-  timeout -k 10 "$lim" "$tune" "${targs[@]}" >"$LOGDIR/tune.log" 2>&1
-  rc=$?
-  TOOK[tune]=$((SECONDS - t0))
-  if [ $rc = 0 ] && [ -s "$LOGDIR/tune.json" ]; then
-    tuned=1
-    if grep -q '"cuda"' "$LOGDIR/tune.json"; then gpu='with GPU ("cuda") timings'; else gpu='no "cuda" section: CPU only'; fi
-    record tune OK "flags: ${targs[*]:4}; $gpu"
-  else
-    record tune WARN "tolerated: exit $rc ($(rc_word $rc)), see tune.log"
-  fi
-fi
-
-# ---- 5. benchmark ---------------------------------------------------------------------
-if [ "${ON[bench]}" = 1 ]; then
-  exe=$BUILD/benchmarks/vortex-bench-gemm-cuda
-  if [ $built = 0 ]; then record bench SKIP "no build"
-  elif [ ! -x "$exe" ]; then record bench FAIL "$exe was not built"
-  elif fits bench; then
-    if [ $quick = 1 ]; then bargs=(--suite "small,adaptive" --quick)
-    else bargs=(--suite "transformer,adaptive" --dtype "f32,tf32,f16,bf16"); fi
-    bargs+=(--csv "$LOGDIR/bench.csv" --max-seconds $((lim > 40 ? lim - 20 : lim / 2)))
-    t0=$SECONDS
-    if [ $tuned = 1 ]; then
-      VORTEX_TUNE_FILE=$LOGDIR/tune.json timeout -k 10 "$lim" "$exe" "${bargs[@]}" >"$LOGDIR/bench.log" 2>&1
-    else
-      timeout -k 10 "$lim" "$exe" "${bargs[@]}" >"$LOGDIR/bench.log" 2>&1
-    fi
-    rc=$?
-    TOOK[bench]=$((SECONDS - t0))
-    done_line=$(grep -m1 '^done:' "$LOGDIR/bench.log" | sed 's/^done: //')
-    tf=$([ $tuned = 1 ] && echo "tune.json" || echo "default tuning")
-    if grep -q '^skipped: no CUDA device' "$LOGDIR/bench.log"; then record bench FAIL "no CUDA device"
-    elif [ $rc = 0 ]; then record bench OK "${done_line:-?}; $tf"
-    else
-      record bench "$(rc_word $rc)" "exit $rc; ${done_line:-no final line}; $tf"
-      grep -E 'ERROR|MISMATCH' "$LOGDIR/bench.log" | head -10
-    fi
-  fi
-fi
-
 # ---- summary --------------------------------------------------------------------------
 # A step that did not pass fails the run; so do tests left out for lack of
 # time. The tuning may fail (WARN); a sanitizer that is missing or had no
@@ -305,9 +380,16 @@ done
     [ "${ON[$s]}" = 1 ] || continue
     printf '%-15s %-8s %6s  %s\n' "$s" "${STATUS[$s]:-SKIP}" "${TOOK[$s]:+${TOOK[$s]}s}" "${DETAIL[$s]:-}"
   done
-  if [ -f "$LOGDIR/bench.log" ]; then
+  for f in bench bench-wgmma suites; do
+    [ -f "$LOGDIR/$f.log" ] || continue
     echo
-    grep '^geomean' "$LOGDIR/bench.log"
+    echo "-- $f.log$([ $f = bench-wgmma ] && echo ' (VORTEX_CUDA_WGMMA=1)')"
+    grep '^geomean' "$LOGDIR/$f.log"
+  done
+  if [ -f "$LOGDIR/oracle.log" ]; then
+    echo
+    echo "-- oracle.log (VORTEX_CUDA_WGMMA=1)"
+    grep -E "^(model's pick|speedup vs cuBLAS)" "$LOGDIR/oracle.log"
   fi
   echo
   echo "total $((SECONDS - T0))s; $([ $fail = 0 ] && echo PASS || echo FAIL); logs: $LOGDIR"
