@@ -29,9 +29,10 @@
  *
  * Edges: rows and columns past M / N are never loaded on full K tiles
  * (they feed only accumulators that are not stored); a ragged last K tile
- * and unaligned operands take an out-of-line path that writes every chunk
- * (cp.async with a short source, zero-filled, or element loads). The user's
- * buffers are never padded, and no read goes past the matrix. */
+ * unaligned operands, and tiles the matrix ends inside a chunk of take an
+ * out-of-line path that writes every chunk (whole chunks by cp.async, the
+ * rest by element loads, zeros past the matrix). The user's buffers are
+ * never padded, and no read goes past the matrix. */
 #pragma once
 
 #include "cuda/gemm_kernel.cuh"
@@ -73,8 +74,16 @@ struct WgTile {
     const T *src;      /* the thread's first chunk at the block's first K */
     long long ld;
     int sr0, sc;
-    int bytes;         /* bytes each chunk reads on a full K tile (an M/N edge inside a chunk: fewer) */
     unsigned valid;    /* bit j: chunk j lies inside the matrix along M/N */
+
+    /* Whether the matrix ends inside one of the tile's chunks (an M/N-
+     * contiguous operand, M or N not a multiple of 8 within the tile):
+     * such a tile takes wg_load_edge, which reads that chunk element by
+     * element, never past the matrix. */
+    static __device__ __forceinline__ bool ragged(int mn0, int mn_end)
+    {
+        return !KC && mn_end - mn0 < R && (mn_end - mn0) % 8 != 0;
+    }
 
     /* g, ld: the operand in storage order (rows x contiguous columns);
      * mn0: the tile's first M/N index; k0: the block's first K; mn_end: M or N. */
@@ -87,14 +96,11 @@ struct WgTile {
         valid = 0;
         if (KC) {
             src = g + (long long)(mn0 + sr0) * ld_ + k0 + sc * 8;
-            bytes = 16;
 #pragma unroll
             for (int j = 0; j < PER; j++) valid |= (mn0 + sr0 + j * RSTEP < mn_end ? 1u : 0u) << j;
         } else {
             src = g + (long long)(k0 + sr0) * ld_ + mn0 + sc * 8;
-            const int left = mn_end - (mn0 + sc * 8);
-            bytes = 2 * (left < 0 ? 0 : left > 8 ? 8 : left);
-            valid = bytes > 0 ? ~0u : 0u;
+            valid = mn0 + sc * 8 < mn_end ? ~0u : 0u; /* whole chunks: the tile is not ragged() */
         }
     }
 
@@ -105,12 +111,13 @@ struct WgTile {
 #pragma unroll
         for (int j = 0; j < PER; j++)
             if (valid >> j & 1u)
-                cp_async16(s + wg_chunk_offset<SROWS>(sr0 + j * RSTEP, sc), g + (long long)j * RSTEP * ld, bytes);
+                cp_async16(s + wg_chunk_offset<SROWS>(sr0 + j * RSTEP, sc), g + (long long)j * RSTEP * ld, 16);
     }
 };
 
-/* Every chunk of one operand tile, checked: the ragged last K tile, or an
- * operand that is not 16-byte aligned. Storage coordinates as in WgTile:
+/* Every chunk of one operand tile, checked: the ragged last K tile, a tile
+ * the matrix ends inside a chunk of, or an operand that is not 16-byte
+ * aligned. Storage coordinates as in WgTile:
  * global element (r0 + sr, c0 + 8 sc + e) exists while r0 + sr < rows_end
  * and c0 + 8 sc + e < cols_end; what does not is written as zero. Out of
  * line, so the main loop stays small. */
@@ -127,9 +134,13 @@ __device__ __noinline__ void wg_load_edge(unsigned char *s, const T *g, long lon
         n = gr < rows_end ? (n < 0 ? 0 : n > 8 ? 8 : n) : 0;
         unsigned char *dst = s + wg_chunk_offset<W::SROWS>(sr, sc);
         const T *p = g + (long long)gr * ld + gc;
-        if (vec) {
-            cp_async16(dst, n > 0 ? (const void *)p : (const void *)g, 2 * n);
+        if (vec && n == 8) {
+            cp_async16(dst, p, 16);
         } else {
+            /* A chunk the matrix ends inside (or wholly outside: n = 0, no
+             * read) is read element by element: cp.async with a short
+             * source still reads 16 bytes (compute-sanitizer memcheck on an
+             * H200: past the end of an allocation sized to the matrix). */
             union { T e[8]; uint4 u; } x;
 #pragma unroll
             for (int e = 0; e < 8; e++) x.e[e] = e < n ? p[e] : T(0.0f);
@@ -179,7 +190,7 @@ __global__ void __launch_bounds__(WgGeom<T, AK, BKC, BM, BN, STAGES>::THREADS, 1
     WgTile<T, BN, THREADS, BKC> tb;
     ta.init(A, p.lda, bm0, kb, p.m);
     tb.init(B, p.ldb, bn0, kb, p.n);
-    const bool fast = avec && bvec;
+    const bool fast = avec && bvec && !decltype(ta)::ragged(bm0, p.m) && !decltype(tb)::ragged(bn0, p.n);
 
     auto load_stage = [&](int kt, int stage) {
         unsigned char *sa = smem + stage * G::STAGE, *sb = sa + G::A_BYTES;
