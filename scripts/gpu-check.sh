@@ -12,19 +12,20 @@
 #                   tuning, no sanitizer
 #   --no-sanitizer  skip the compute-sanitizer runs
 #   --no-bench      skip the benchmarks
-#   --wgmma         also weigh the Hopper (wgmma) family, which the model
-#                   offers only with VORTEX_CUDA_WGMMA=1: test_cuda_gemm
-#                   again with it, the transformer and adaptive suites in
-#                   f16/bf16 with it, and vortex-oracle-cuda with it
+#   --wgmma         weigh the Hopper (wgmma) family: test_cuda_gemm, the
+#                   transformer and adaptive suites in f16/bf16 (and the
+#                   --suites) again without it (VORTEX_CUDA_WGMMA=0), and
+#                   vortex-oracle-cuda (the model's picks against the
+#                   fastest of its best plans)
 #   --suites LIST   comma list of suite files (benchmarks/suites/NAME.txt or
 #                   paths) benchmarked after the built-in suites, all four
-#                   types (with --wgmma, f16/bf16 once more with the family)
+#                   types (with --wgmma, f16/bf16 once more without the family)
 #
 # Order: build, tests, tuning, benchmarks, then the sanitizers (slowest).
 # Logs go to $OUT if set, else benchmarks/out/gpu-YYYY-MM-DD: build.log
 # tests.log sanitizer.log tune.log tune.json bench.log bench.csv summary.txt,
-# and with --wgmma / --suites also bench-wgmma.{log,csv} oracle.{log,csv}
-# suites.{log,csv} suites-wgmma.csv (pack them: a lent machine returns 8
+# and with --wgmma / --suites also bench-no-wgmma.{log,csv} oracle.{log,csv}
+# suites.{log,csv} suites-no-wgmma.csv (pack them: a lent machine returns 8
 # files). Every step has a timeout and the whole run stays within
 # GPU_CHECK_SECONDS (default 520 s): steps that no longer fit are skipped,
 # the least important first (racecheck, memcheck, then the extra suites).
@@ -72,7 +73,7 @@ JOBS=$(nproc)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 for f in build.log tests.log sanitizer.log tune.log tune.json bench.log bench.csv summary.txt \
-         bench-wgmma.log bench-wgmma.csv oracle.log oracle.csv suites.log suites.csv suites-wgmma.csv; do
+         bench-no-wgmma.log bench-no-wgmma.csv oracle.log oracle.csv suites.log suites.csv suites-no-wgmma.csv; do
   rm -f "$LOGDIR/$f"
 done
 
@@ -115,20 +116,20 @@ fi
 # Each step may take up to its cap, minus the minimum time of the later steps
 # that matter at least as much (priority 0 most). A step left with less than
 # its minimum is skipped.
-steps=(configure build test_cuda_gemm test_gemm_ex test_wgmma tune bench bench_wgmma oracle
+steps=(configure build test_cuda_gemm test_gemm_ex test_no_wgmma tune bench bench_no_wgmma oracle
        suites memcheck racecheck)
 declare -A CAP=([configure]=120 [build]=420 [test_cuda_gemm]=150 [test_gemm_ex]=90
-                [test_wgmma]=150 [tune]=60 [bench]=240 [bench_wgmma]=120 [oracle]=120
+                [test_no_wgmma]=150 [tune]=60 [bench]=240 [bench_no_wgmma]=120 [oracle]=120
                 [suites]=240 [memcheck]=150 [racecheck]=180)
 declare -A MIN=([configure]=10 [build]=60 [test_cuda_gemm]=20 [test_gemm_ex]=10
-                [test_wgmma]=20 [tune]=10 [bench]=45 [bench_wgmma]=30 [oracle]=30
+                [test_no_wgmma]=20 [tune]=10 [bench]=45 [bench_no_wgmma]=30 [oracle]=30
                 [suites]=45 [memcheck]=30 [racecheck]=30)
 declare -A PRIO=([configure]=0 [build]=0 [test_cuda_gemm]=1 [test_gemm_ex]=1
-                 [test_wgmma]=1 [tune]=4 [bench]=2 [bench_wgmma]=2 [oracle]=3
+                 [test_no_wgmma]=1 [tune]=4 [bench]=2 [bench_no_wgmma]=2 [oracle]=3
                  [suites]=3 [memcheck]=4 [racecheck]=5)
 on_suites=0; [ "$bench" = 1 ] && [ -n "$suite_files" ] && on_suites=1
 declare -A ON=([configure]=1 [build]=1 [test_cuda_gemm]=1 [test_gemm_ex]=1
-               [test_wgmma]=$wgmma [tune]=1 [bench]=$bench [bench_wgmma]=$((bench & wgmma))
+               [test_no_wgmma]=$wgmma [tune]=1 [bench]=$bench [bench_no_wgmma]=$((bench & wgmma))
                [oracle]=$((bench & wgmma)) [suites]=$on_suites
                [memcheck]=$sanitizer [racecheck]=$sanitizer)
 if [ $quick = 1 ]; then CAP[tune]=30; CAP[bench]=90; fi
@@ -220,12 +221,12 @@ if [ "${STATUS[configure]:-}" = OK ] && fits build; then
 fi
 [ -n "${STATUS[build]:-}" ] || record build SKIP "configure failed"
 
-# ---- 2. tests (test_wgmma: test_cuda_gemm with the model offered the Hopper family) ----
+# ---- 2. tests (test_no_wgmma: test_cuda_gemm with the Hopper family off) -------------
 : >"$LOGDIR/tests.log"
-for t in test_cuda_gemm test_gemm_ex test_wgmma; do
+for t in test_cuda_gemm test_gemm_ex test_no_wgmma; do
   [ "${ON[$t]}" = 1 ] || continue
   exe=$BUILD/tests/$t env=()
-  [ $t = test_wgmma ] && { exe=$BUILD/tests/test_cuda_gemm; env=(VORTEX_CUDA_WGMMA=1); }
+  [ $t = test_no_wgmma ] && { exe=$BUILD/tests/test_cuda_gemm; env=(VORTEX_CUDA_WGMMA=0); }
   if [ $built = 0 ]; then record $t SKIP "no build"; continue; fi
   if [ ! -x "$exe" ]; then record $t FAIL "$exe was not built"; continue; fi
   fits $t || continue
@@ -291,8 +292,8 @@ if [ "${ON[bench]}" = 1 ]; then
   if [ $quick = 1 ]; then run_bench bench bench -- --suite "small,adaptive" --quick
   else run_bench bench bench -- --suite "transformer,adaptive" --dtype "f32,tf32,f16,bf16"; fi
 fi
-if [ "${ON[bench_wgmma]}" = 1 ]; then
-  run_bench bench_wgmma bench-wgmma VORTEX_CUDA_WGMMA=1 -- --suite "transformer,adaptive" --dtype "f16,bf16"
+if [ "${ON[bench_no_wgmma]}" = 1 ]; then
+  run_bench bench_no_wgmma bench-no-wgmma VORTEX_CUDA_WGMMA=0 -- --suite "transformer,adaptive" --dtype "f16,bf16"
 fi
 if [ "${ON[oracle]}" = 1 ]; then
   exe=$BUILD/benchmarks/vortex-oracle-cuda
@@ -306,7 +307,7 @@ if [ "${ON[oracle]}" = 1 ]; then
       q=(); [ $dt = bf16 ] && q=(--quick)
       left=$((lim - (SECONDS - t0))); [ $left -lt 10 ] && break
       tf=(); [ $tuned = 1 ] && tf=("VORTEX_TUNE_FILE=$LOGDIR/tune.json")
-      env "${tf[@]}" VORTEX_CUDA_WGMMA=1 timeout -k 10 $left "$exe" --dtype $dt "${q[@]}" --csv "$tmp/oracle-$dt.csv" \
+      env "${tf[@]}" timeout -k 10 $left "$exe" --dtype $dt "${q[@]}" --csv "$tmp/oracle-$dt.csv" \
         >>"$LOGDIR/oracle.log" 2>&1 || rc=$?
       if [ -f "$tmp/oracle-$dt.csv" ]; then
         if [ -s "$LOGDIR/oracle.csv" ]; then tail -n +2 "$tmp/oracle-$dt.csv" >>"$LOGDIR/oracle.csv"
@@ -315,15 +316,15 @@ if [ "${ON[oracle]}" = 1 ]; then
     done
     TOOK[oracle]=$((SECONDS - t0))
     rows=0; [ -s "$LOGDIR/oracle.csv" ] && rows=$(($(wc -l <"$LOGDIR/oracle.csv") - 1))
-    if [ $rc = 0 ] && [ $rows -gt 0 ]; then record oracle OK "$rows shapes (f16 full, bf16 quick), VORTEX_CUDA_WGMMA=1"
+    if [ $rc = 0 ] && [ $rows -gt 0 ]; then record oracle OK "$rows shapes (f16 full, bf16 quick)"
     else record oracle "$(rc_word $((rc == 0 ? 1 : rc)))" "exit $rc, $rows shapes, see oracle.log"; fi
   fi
 fi
 if [ "${ON[suites]}" = 1 ]; then
   run_bench suites suites -- --suite "$suite_files" --dtype "f32,tf32,f16,bf16"
   if [ $wgmma = 1 ] && [ "${STATUS[suites]:-}" = OK ]; then
-    run_bench suites suites-wgmma VORTEX_CUDA_WGMMA=1 -- --suite "$suite_files" --dtype "f16,bf16"
-    [ -f "$LOGDIR/suites-wgmma.log" ] && { cat "$LOGDIR/suites-wgmma.log" >>"$LOGDIR/suites.log"; rm -f "$LOGDIR/suites-wgmma.log"; }
+    run_bench suites suites-no-wgmma VORTEX_CUDA_WGMMA=0 -- --suite "$suite_files" --dtype "f16,bf16"
+    [ -f "$LOGDIR/suites-no-wgmma.log" ] && { cat "$LOGDIR/suites-no-wgmma.log" >>"$LOGDIR/suites.log"; rm -f "$LOGDIR/suites-no-wgmma.log"; }
   fi
 fi
 
@@ -380,15 +381,15 @@ done
     [ "${ON[$s]}" = 1 ] || continue
     printf '%-15s %-8s %6s  %s\n' "$s" "${STATUS[$s]:-SKIP}" "${TOOK[$s]:+${TOOK[$s]}s}" "${DETAIL[$s]:-}"
   done
-  for f in bench bench-wgmma suites; do
+  for f in bench bench-no-wgmma suites; do
     [ -f "$LOGDIR/$f.log" ] || continue
     echo
-    echo "-- $f.log$([ $f = bench-wgmma ] && echo ' (VORTEX_CUDA_WGMMA=1)')"
+    echo "-- $f.log$([ $f = bench-no-wgmma ] && echo ' (VORTEX_CUDA_WGMMA=0)')"
     grep '^geomean' "$LOGDIR/$f.log"
   done
   if [ -f "$LOGDIR/oracle.log" ]; then
     echo
-    echo "-- oracle.log (VORTEX_CUDA_WGMMA=1)"
+    echo "-- oracle.log"
     grep -E "^(model's pick|speedup vs cuBLAS)" "$LOGDIR/oracle.log"
   fi
   echo

@@ -147,12 +147,14 @@ DeviceState *device_state(vx_status *err)
         return nullptr;
     }
     cudaDriverGetVersion(&d->driver);
-    /* The Hopper family is offered to the model only with VORTEX_CUDA_WGMMA=1:
-     * it has not yet passed the GPU tests and sanitizers on a lent device as
-     * a whole (benchmarks/NOTES.md, twenty-second session). A forced plan
-     * (the tests, the oracle) runs it either way on compute capability 9.0. */
+    /* The Hopper family is the model's to pick on compute capability 9.0;
+     * VORTEX_CUDA_WGMMA=0 takes it away (the mma.sync families alone, as on
+     * other GPUs), for comparisons. It passed the GPU tests and racecheck on
+     * an H200 and ran the transformer suite's fp16/bf16 shapes 1.14x faster
+     * (benchmarks/RESULTS.md, 2026-11-28). A forced plan (the tests, the
+     * oracle) runs it either way. */
     const char *wg_env = getenv("VORTEX_CUDA_WGMMA");
-    d->wgmma_off = !(wg_env && strcmp(wg_env, "1") == 0);
+    d->wgmma_off = wg_env && strcmp(wg_env, "0") == 0;
     const auto &all = entries();
     d->resident.assign(all.size(), 0);
     d->wave.assign(all.size(), vx_wave_cand{});
@@ -269,7 +271,7 @@ static int rank_plans(const DeviceState &d, const vx_cuda_gemm_args *g, vx_cuda_
     for (size_t i = 0; i < all.size(); i++) {
         const KernelEntry &e = *all[i];
         if (e.cluster ? g->m > CLUSTER_MAX_M && !e.sm90a : e.fixup && g->m > e.bm) ok[i] = 0;
-        if (e.sm90a && d.wgmma_off) ok[i] = 0; /* opt-in until verified on a device */
+        if (e.sm90a && d.wgmma_off) ok[i] = 0; /* VORTEX_CUDA_WGMMA=0 */
     }
     vx_wave_device model = d.model;
     model.c_bytes = g->c_type == VX_F32 ? 4 : 2;

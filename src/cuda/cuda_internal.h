@@ -21,7 +21,7 @@ struct DeviceState {
     std::vector<vx_wave_cand> wave;        /* per instance: the model's candidate */
     vx_wave_device model{};
     std::string tune_source;
-    bool wgmma_off = true;                 /* the model never picks the Hopper family (VORTEX_CUDA_WGMMA=1 lets it) */
+    bool wgmma_off = false;                /* the model never picks the Hopper family (VORTEX_CUDA_WGMMA=0) */
 };
 
 /* Every compiled instance, in a fixed order (the generated groups in turn). */
