@@ -412,9 +412,27 @@ __device__ __forceinline__ void lds4(float (&o)[4], const __nv_bfloat16 *p)
     o[0] = lo.x; o[1] = lo.y; o[2] = hi.x; o[3] = hi.y;
 }
 
+/* A CUDA-core thread's columns. B N-contiguous: TN adjacent columns, read
+ * four at a time along a shared row. B K-contiguous: columns 8 apart (lane
+ * tx takes wn0 + tx + 8j): each column is then a shared row, LDB elements
+ * long, and the 8 lanes of one load phase read 8 rows. TN rows apart, as
+ * the adjacent columns had it, those rows start TN * LDB words apart
+ * (LDB = 20 words for f32, f16 and bf16 alike): all 8 in one bank group
+ * for TN = 8, in two for TN = 4, so the phase's loads queued 8 or 4 deep
+ * (tune.json on an H200: the kk kernels took 2.7x the kn ones' time per K
+ * step, 64x128: 470 ns against 171); adjacent rows (LDB = BK + a 16-byte
+ * pad) fall in 8 different groups. Not yet run on a GPU. */
+template <bool BKC, int TN>
+__device__ __forceinline__ int simt_col_base(int wn0, int tx)
+{
+    return BKC ? wn0 + tx : wn0 + tx * TN;
+}
+template <bool BKC> __device__ __forceinline__ int simt_col(int n0, int j) { return BKC ? n0 + 8 * j : n0 + j; }
+
 /* Lane (ty, tx) = (lane / 8, lane % 8) of a warp owns rows wm0 + ty*TM + i
- * and columns wn0 + tx*TN + j; K advances four at a time so every shared
- * load is a 4-element vector along whichever dimension is contiguous. */
+ * and columns simt_col<BKC>(n0, j), n0 = simt_col_base<BKC, TN>(wn0, tx);
+ * K advances four at a time so every shared load is a 4-element vector
+ * along whichever dimension is contiguous. */
 template <class T, bool AK, bool BKC, int BK, int TM, int TN, int LDA, int LDB>
 __device__ __forceinline__ void thread_fma_stage(float (&acc)[TM][TN], const T *As, const T *Bs, int m0, int n0)
 {
@@ -444,7 +462,7 @@ __device__ __forceinline__ void thread_fma_stage(float (&acc)[TM][TN], const T *
 #pragma unroll
             for (int j = 0; j < TN; j++) {
                 float v[4];
-                lds4(v, Bs + (n0 + j) * LDB + kk);
+                lds4(v, Bs + simt_col<BKC>(n0, j) * LDB + kk);
 #pragma unroll
                 for (int q = 0; q < 4; q++) b[q][j] = v[q];
             }
@@ -663,7 +681,7 @@ __global__ void __launch_bounds__(Warps<BM, BN, WM, WN>::THREADS) gemm_kernel(KP
         for (int i = 0; i < TM; i++)
 #pragma unroll
             for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
-        const int m0 = wm0 + (lane >> 3) * TM, n0 = wn0 + (lane & 7) * TN;
+        const int m0 = wm0 + (lane >> 3) * TM, n0 = simt_col_base<BKC, TN>(wn0, lane & 7);
         for (int kt = 0; kt < ktiles; kt++) {
             cp_async_wait<STAGES - 2>();
             __syncthreads();
@@ -676,7 +694,7 @@ __global__ void __launch_bounds__(Warps<BM, BN, WM, WN>::THREADS) gemm_kernel(KP
 #pragma unroll
         for (int i = 0; i < TM; i++)
 #pragma unroll
-            for (int j = 0; j < TN; j++) epilogue_store(p, bm0 + m0 + i, bn0 + n0 + j, acc[i][j]);
+            for (int j = 0; j < TN; j++) epilogue_store(p, bm0 + m0 + i, bn0 + simt_col<BKC>(n0, j), acc[i][j]);
     }
 }
 
