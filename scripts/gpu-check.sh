@@ -29,7 +29,8 @@
 # suites.{log,csv} suites-no-wgmma.csv (pack them: a lent machine returns 8
 # files). Every step has a timeout and the whole run stays within
 # GPU_CHECK_SECONDS (default 520 s): steps that no longer fit are skipped,
-# the least important first (racecheck, memcheck, then the extra suites).
+# the least important first (racecheck, the tuning, then the oracle and the
+# suite files; memcheck keeps a minute).
 # GPU_CHECK_ARCHS (say 90) builds for those architectures alone. A .devdeps
 # folder (scripts/gpu-deps-bundle.sh) supplies jansson, hwloc and Criterion
 # where the machine lacks them. Exit status 0 when every step passed (the
@@ -124,10 +125,10 @@ declare -A CAP=([configure]=120 [build]=420 [test_cuda_gemm]=150 [test_gemm_ex]=
                 [suites]=240 [memcheck]=150 [racecheck]=180)
 declare -A MIN=([configure]=10 [build]=60 [test_cuda_gemm]=20 [test_gemm_ex]=10
                 [test_no_wgmma]=20 [tune]=10 [bench]=45 [bench_no_wgmma]=30 [oracle]=30
-                [suites]=45 [memcheck]=30 [racecheck]=30)
+                [suites]=45 [memcheck]=60 [racecheck]=30)
 declare -A PRIO=([configure]=0 [build]=0 [test_cuda_gemm]=1 [test_gemm_ex]=1
                  [test_no_wgmma]=1 [tune]=4 [bench]=2 [bench_no_wgmma]=2 [oracle]=3
-                 [suites]=3 [memcheck]=4 [racecheck]=5)
+                 [suites]=3 [memcheck]=2 [racecheck]=5)
 on_suites=0; [ "$bench" = 1 ] && [ -n "$suite_files" ] && on_suites=1
 declare -A ON=([configure]=1 [build]=1 [test_cuda_gemm]=1 [test_gemm_ex]=1
                [test_no_wgmma]=$wgmma [tune]=1 [bench]=$bench [bench_no_wgmma]=$((bench & wgmma))
