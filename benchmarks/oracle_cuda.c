@@ -58,6 +58,9 @@ static void usage(FILE *f)
 "  --reps N        calls per timed batch (default 20)\n"
 "  --csv FILE      one row per shape: dtype,m,n,k,pick,pick_us,best,best_us,\n"
 "                  pick_over_best,cublas_us\n"
+"  --plans-csv FILE  one row per timed plan: dtype,m,n,k,rank,plan,splits,\n"
+"                  transposed,predicted_us,measured_us (the wave model's price\n"
+"                  next to what the plan ran, to fit the model from one run)\n"
 "  -h, --help      this text\n"
 "\n"
 "Exit status: 0 (also 'skipped: no CUDA device'), 1 an error, 2 bad usage.\n",
@@ -216,7 +219,7 @@ int main(int argc, char **argv)
 {
     static shape shapes[MAX_SHAPES];
     int nshapes = 0, quick = 0, top = 8, reps = 20, dt = 0;
-    const char *csv_path = NULL;
+    const char *csv_path = NULL, *plans_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
@@ -249,6 +252,8 @@ int main(int argc, char **argv)
             else reps = (int)v;
         } else if (!strcmp(a, "--csv") && has) {
             csv_path = argv[++i];
+        } else if (!strcmp(a, "--plans-csv") && has) {
+            plans_path = argv[++i];
         } else {
             fprintf(stderr, PROG ": unknown or incomplete option '%s' (see --help)\n", a);
             return 2;
@@ -276,6 +281,15 @@ int main(int argc, char **argv)
             return 1;
         }
         fprintf(csv, "dtype,m,n,k,pick,pick_us,best,best_us,pick_over_best,cublas_us\n");
+    }
+    FILE *plans = NULL;
+    if (plans_path) {
+        plans = fopen(plans_path, "w");
+        if (!plans) {
+            fprintf(stderr, PROG ": cannot write %s\n", plans_path);
+            return 1;
+        }
+        fprintf(plans, "dtype,m,n,k,rank,plan,splits,transposed,predicted_us,measured_us\n");
     }
     const char *dt_name[] = {"f16", "bf16", "f32", "tf32"};
     const size_t elem = dt < 2 ? 2 : 4;
@@ -356,6 +370,10 @@ int main(int argc, char **argv)
             const double us = time_calls(call_vortex, &x, reps);
             vx_cuda_set_policy(NULL);
             if (us < 0) return 1;
+            if (plans)
+                fprintf(plans, "%s,%lld,%lld,%lld,%d,%s,%d,%d,%.3f,%.3f\n", dt_name[dt], (long long)x.s.m,
+                        (long long)x.s.n, (long long)x.s.k, i, vx_cuda_instance_get(ch[i].instance)->name,
+                        ch[i].splits, ch[i].transposed, ch[i].predicted_us, us);
             if (i == 0) tp = us;
             if (us < tb) tb = us, best = i;
         }
@@ -386,5 +404,6 @@ int main(int argc, char **argv)
     printf("speedup vs cuBLAS: model's pick %.3fx, fastest found %.3fx (geomean over %d shapes)\n",
            exp(log_pick_cb / done), exp(log_best_cb / done), done);
     if (csv) fclose(csv);
+    if (plans) fclose(plans);
     return 0;
 }

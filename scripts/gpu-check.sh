@@ -26,11 +26,11 @@
 # Logs go to $OUT if set, else benchmarks/out/gpu-YYYY-MM-DD: build.log
 # tests.log sanitizer.log tune.log tune.json bench.log bench.csv summary.txt,
 # and with --wgmma / --suites also bench-no-wgmma.{log,csv} oracle.{log,csv}
-# suites.{log,csv} suites-no-wgmma.csv (pack them: a lent machine returns 8
-# files). Every step has a timeout and the whole run stays within
-# GPU_CHECK_SECONDS (default 520 s): steps that no longer fit are skipped,
-# the least important first (racecheck, the tuning, then the oracle and the
-# suite files; memcheck keeps a minute).
+# oracle-plans.csv suites.{log,csv} suites-no-wgmma.csv (pack them: a lent
+# machine returns 8 files). Every step has a timeout and the whole run
+# stays within GPU_CHECK_SECONDS (default 520 s): steps that no longer fit
+# are skipped, the least important first (racecheck, the tuning, then the
+# oracle and the suite files; memcheck keeps a minute).
 # GPU_CHECK_ARCHS (say 90) builds for those architectures alone. A .devdeps
 # folder (scripts/gpu-deps-bundle.sh) supplies jansson, hwloc and Criterion
 # where the machine lacks them. Exit status 0 when every step passed (the
@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     --suites)
       [ $# -ge 2 ] || { echo "gpu-check: --suites needs a list (see --help)" >&2; exit 2; }
       suites=$2; shift ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -75,7 +75,7 @@ JOBS=$(nproc)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 for f in build.log tests.log sanitizer.log tune.log tune.json bench.log bench.csv summary.txt \
-         bench-no-wgmma.log bench-no-wgmma.csv oracle.log oracle.csv suites.log suites.csv suites-no-wgmma.csv; do
+         bench-no-wgmma.log bench-no-wgmma.csv oracle.log oracle.csv oracle-plans.csv suites.log suites.csv suites-no-wgmma.csv; do
   rm -f "$LOGDIR/$f"
 done
 
@@ -303,22 +303,26 @@ if [ "${ON[oracle]}" = 1 ]; then
   elif [ ! -x "$exe" ]; then record oracle FAIL "$exe was not built"
   elif fits oracle; then
     t0=$SECONDS rc=0
-    # f16 over the whole transformer suite, bf16 over its quick subset; the
-    # lines of both go to one CSV (the second run's header dropped).
-    for dt in f16 bf16; do
-      q=(); [ $dt = bf16 ] && q=(--quick)
+    # f16 over the whole transformer suite, bf16 and f32 over its quick
+    # subset; the lines of all go to one CSV each (later headers dropped):
+    # oracle.csv a row per shape, oracle-plans.csv a row per timed plan
+    # (the wave model's price beside the measured time).
+    for dt in f16 bf16 f32; do
+      q=(); [ $dt != f16 ] && q=(--quick)
       left=$((lim - (SECONDS - t0))); [ $left -lt 10 ] && break
       tf=(); [ $tuned = 1 ] && tf=("VORTEX_TUNE_FILE=$LOGDIR/tune.json")
       env "${tf[@]}" timeout -k 10 $left "$exe" --dtype $dt "${q[@]}" --csv "$tmp/oracle-$dt.csv" \
+        --plans-csv "$tmp/oracle-plans-$dt.csv" \
         >>"$LOGDIR/oracle.log" 2>&1 || rc=$?
-      if [ -f "$tmp/oracle-$dt.csv" ]; then
-        if [ -s "$LOGDIR/oracle.csv" ]; then tail -n +2 "$tmp/oracle-$dt.csv" >>"$LOGDIR/oracle.csv"
-        else cat "$tmp/oracle-$dt.csv" >"$LOGDIR/oracle.csv"; fi
-      fi
+      for f in oracle oracle-plans; do
+        [ -f "$tmp/$f-$dt.csv" ] || continue
+        if [ -s "$LOGDIR/$f.csv" ]; then tail -n +2 "$tmp/$f-$dt.csv" >>"$LOGDIR/$f.csv"
+        else cat "$tmp/$f-$dt.csv" >"$LOGDIR/$f.csv"; fi
+      done
     done
     TOOK[oracle]=$((SECONDS - t0))
     rows=0; [ -s "$LOGDIR/oracle.csv" ] && rows=$(($(wc -l <"$LOGDIR/oracle.csv") - 1))
-    if [ $rc = 0 ] && [ $rows -gt 0 ]; then record oracle OK "$rows shapes (f16 full, bf16 quick)"
+    if [ $rc = 0 ] && [ $rows -gt 0 ]; then record oracle OK "$rows shapes (f16 full, bf16 and f32 quick)"
     else record oracle "$(rc_word $((rc == 0 ? 1 : rc)))" "exit $rc, $rows shapes, see oracle.log"; fi
   fi
 fi
