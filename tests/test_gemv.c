@@ -113,7 +113,9 @@ VT_ISA_TEST(gemv, rows_sweep_two_threads, TMO) { sweep_rows(vt_isa, 2); }
 
 /* The few-row kernel directly: each row its own store (alpha, beta, a
  * scalar bias per row, a bias per column, ReLU), x rows x_rs apart with a
- * stride along k, y rows y_rs apart; nothing between the rows written. */
+ * stride along k, y rows y_rs apart; nothing between the rows written.
+ * Each with the kernel's own blocks (pass_floats 0), blocks cut to 3/4 of
+ * a 32 KiB L1 (as a matrix in the caches gets) and to the least block. */
 VT_ISA_TEST(gemv, rows_kernel_stores, TMO)
 {
     const vx_gemv_kernels *K = vx_gemv_kernels_for(vt_isa);
@@ -123,9 +125,12 @@ VT_ISA_TEST(gemv, rows_kernel_stores, TMO)
     vt_rng r;
     vt_rng_seed(&r, 7);
     static const int64_t lens[] = {1, 5, 16, 37, 1030, 2049, 4097};
+    static const int64_t passes[] = {0, 6144, 1};
     for (int rows = 1; rows <= VX_GEMV_ROWS_MAX; rows++)
         for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
-            for (int var = 0; var < 3; var++) {
+            for (int vp = 0; vp < 3 * 3; vp++) {
+                const int var = vp % 3;
+                const int64_t pass_floats = passes[vp / 3];
                 const int64_t len = lens[li], k = 13, ldm = len + 3, incx = var == 1 ? 2 : 1;
                 const int64_t x_rs = k * incx + 1, y_rs = len + 5;
                 float *m = malloc(sizeof(float) * (size_t)(k * ldm));
@@ -147,7 +152,7 @@ VT_ISA_TEST(gemv, rows_kernel_stores, TMO)
                 for (int i = 0; i < rows; i++)
                     st[i] = (vx_gemv_store){0.75f - 0.25f * i, beta, var ? bias : NULL, var ? 0.125f * (i + 1) : 0.0f,
                                             var == 1};
-                K->axpy_rows(rows, len, k, m, ldm, x, x_rs, incx, y, y_rs, st);
+                K->axpy_rows(rows, len, k, m, ldm, x, x_rs, incx, y, y_rs, st, pass_floats);
                 for (int i = 0; i < rows; i++) {
                     for (int64_t j = 0; j < len; j++) {
                         double acc = 0;
@@ -159,8 +164,9 @@ VT_ISA_TEST(gemv, rows_kernel_stores, TMO)
                             v = 0;
                         const double got = y[i * y_rs + j];
                         cr_assert(fabs(got - v) <= 1e-5 * (1.0 + fabs(v)),
-                                  "%s rows=%d len=%lld variant %d: y[%d][%lld] = %g, want %g",
-                                  vt_isa_name(vt_isa), rows, (long long)len, var, i, (long long)j, got, v);
+                                  "%s rows=%d len=%lld variant %d pass %lld: y[%d][%lld] = %g, want %g",
+                                  vt_isa_name(vt_isa), rows, (long long)len, var, (long long)pass_floats, i,
+                                  (long long)j, got, v);
                     }
                     for (int64_t j = len; j < y_rs && i + 1 < rows; j++)
                         cr_assert(memcmp(&y[i * y_rs + j], &y0[i * y_rs + j], sizeof(float)) == 0,

@@ -732,6 +732,8 @@ typedef struct {
     int64_t ldm, incx, incy; /* matrix row stride; x and y strides */
     int x_is_a;              /* x comes from A (m == 1), else from B */
     int rows;                /* output rows at once: 1, or m (2..rows_max, axpy form, x_is_a) */
+    int64_t pass_floats;     /* the few-row kernel's pass bound (gemv.h): L1's share where the
+                                matrix is in the caches, else 0 */
     int64_t chunk, chunks;   /* output elements per cell, cells per item */
     float *xbuf;             /* dot form with a strided x: contiguous copies, k per item */
     atomic_llong next_cell;
@@ -842,7 +844,7 @@ static void gemv_ksplit_task(gemv_job *J, int tid, int nthreads)
         float *part = J->part + q * J->part_stride;
         if (J->rows > 1)
             J->K->axpy_rows(J->rows, J->len, kl, mat + k0 * J->ldm, J->ldm, x + k0 * J->incx, g->a_rs, J->incx, part,
-                            J->part_rs, plain);
+                            J->part_rs, plain, J->pass_floats);
         else
             J->K->axpy(J->len, kl, mat + k0 * J->ldm, J->ldm, x + k0 * J->incx, J->incx, part, 1, plain);
         if (atomic_fetch_add_explicit(&J->slices_done, 1, memory_order_acq_rel) != J->kslices - 1)
@@ -878,7 +880,8 @@ static void gemv_task(void *ctx, int tid, int nthreads)
             vx_gemv_store rs[VX_GEMV_ROWS_MAX];
             for (int i = 0; i < J->rows; i++)
                 rs[i] = row_store(J, &v, lo, i);
-            J->K->axpy_rows(J->rows, n, g->k, mat + lo, J->ldm, x, g->a_rs, J->incx, y, g->c_rs, rs);
+            J->K->axpy_rows(J->rows, n, g->k, mat + lo, J->ldm, x, g->a_rs, J->incx, y, g->c_rs, rs,
+                            J->pass_floats);
         } else {
             const vx_gemv_store st = row_store(J, &v, lo, 0);
             if (J->dot) {
@@ -893,6 +896,19 @@ static void gemv_task(void *ctx, int tid, int nthreads)
 
 /* Whether splitting k among the threads beats splitting y (gemv.h,
  * VX_GEMV_KSPLIT_LEN; the analyzer prices the same rule). */
+/* The few-row kernel's pass bound (gemm.h): 3/4 of L1 where the matrix,
+ * k rows of len floats, fits the last-level cache (its passes then read it
+ * from a cache, and the partial sums are worth keeping in L1); 0 for a
+ * matrix from DRAM, whose passes want long runs of each row. */
+int64_t vx_gemv_pass_floats(int64_t len, int64_t k)
+{
+    const vx_hw_info *hw = vx_hw();
+    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    if (hw->l1d_bytes <= 0 || last <= 0 || (double)len * (double)k * sizeof(float) > (double)last)
+        return 0;
+    return hw->l1d_bytes / 4 * 3 / (int64_t)sizeof(float);
+}
+
 static int ksplit_pays(int64_t len, int64_t k, int rows, int threads)
 {
     return vx_gemv_ksplit_rule(VX_GEMV_KSPLIT_LEN, VX_GEMV_KSPLIT_K_PER_ROW, len, k, rows, threads);
@@ -907,6 +923,7 @@ static vx_status run_gemv(const vx_gemm_args *g, const vx_gemm_plan *plan, gemv_
     J->K = vx_gemv_kernels_for(plan->isa);
     const int64_t unit = J->dot ? J->K->dot_rows : J->K->axpy_cols;
     const int threads = plan->threads < 1 ? 1 : plan->threads;
+    J->pass_floats = J->rows > 1 ? vx_gemv_pass_floats(J->len, g->k) : 0;
     J->kslices = 1;
     if (threads == 1) { /* one chunk: none of the three 64-bit divisions (~40 cycles each on Zen 1) */
         J->chunk = J->len;

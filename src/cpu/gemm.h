@@ -69,6 +69,10 @@ typedef struct {
  * of B a cell may span for them to (half the L2): gemm.c's streams_c, which
  * the analyzer prices (levels.h, stream_c_min). */
 int64_t vx_gemm_stream_c_min(void);
+/* The few-row matrix-vector kernel's pass bound for a matrix of k rows of
+ * len floats (gemv.h, axpy_rows): 3/4 of L1 where the matrix fits the
+ * last-level cache, else 0. */
+int64_t vx_gemv_pass_floats(int64_t len, int64_t k);
 int64_t vx_gemm_stream_b_max(void);
 
 /* Testing: the size of C, in bytes, from which in-place plans stream C

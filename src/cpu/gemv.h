@@ -35,12 +35,16 @@ typedef void (*vx_gemv_axpy_fn)(int64_t len, int64_t k, const float *m, int64_t 
 /* The axpy form for a few output rows at once (a GEMM with m <= rows_max
  * and unit-stride rows of B): row i takes x + i*x_rs as its vector and
  * writes y + i*y_rs (unit stride) with its own store, s[i]. The matrix is
- * read once for all rows. */
+ * read once for all rows. pass_floats > 0 bounds what one pass over the
+ * matrix keeps in use, the rows' partial sums and the rows of the matrix
+ * it reads at once, so that they stay in L1 (a matrix in the caches:
+ * gemm.h, vx_gemv_pass_floats); 0 leaves the kernel its 32 KiB of sums, whose long
+ * runs a matrix from DRAM needs. */
 enum { VX_GEMV_ROWS_MAX = 4 };
 
 typedef void (*vx_gemv_axpy_rows_fn)(int rows, int64_t len, int64_t k, const float *m, int64_t ldm,
                                      const float *x, int64_t x_rs, int64_t incx, float *y, int64_t y_rs,
-                                     const vx_gemv_store *s);
+                                     const vx_gemv_store *s, int64_t pass_floats);
 
 /* The end of a K-split product: y[j*incy] = store(sum over q < parts of
  * part[q*part_stride + j]) for j < len, the parts being partial sums of

@@ -263,7 +263,13 @@ void FN(axpy)(int64_t len, int64_t k, const float *m, int64_t ldm, const float *
  * short runs). Each block is a pass over all of k: with 16 KiB, 2-4 rows
  * of 4096-11008 columns from DRAM ran 1.04-1.40x of oneDNN, with 32 KiB
  * 1.11-1.45x (geomean 1.17 -> 1.23; 64 KiB 1.29, but on the stack of any
- * caller's thread; 2 AMD Zen 4 cores, NOTES.md, thirtieth session). */
+ * caller's thread; 2 AMD Zen 4 cores, NOTES.md, thirtieth session). A
+ * matrix in the caches runs the other way: its blocks are cut so that the
+ * sums and the U rows a step reads fit pass_floats (3/4 of L1): the sums
+ * stay in L1 instead of going to L2 and back on every pass (2 x 2304 x
+ * 768 from L3, two threads: 76-79 us with 2 x 2304 floats of sums, 48
+ * with three blocks of 768; 4 x 2304 x 768 100 -> 76; AMD Zen 4, NOTES.md,
+ * thirty-first session). */
 enum { ACC_FLOATS = 8192, ROWS_MAX = VX_GEMV_ROWS_MAX };
 
 static inline __attribute__((always_inline)) void rows_pass(const int R, const int U, int64_t nb, int64_t nv,
@@ -318,10 +324,14 @@ static inline __attribute__((always_inline)) void rows_pass(const int R, const i
 static inline __attribute__((always_inline)) void rows_body(const int R, const int U, int64_t len, int64_t k,
                                                             const float *m, int64_t ldm, const float *x,
                                                             int64_t x_rs, int64_t incx, float *y, int64_t y_rs,
-                                                            const vx_gemv_store *s)
+                                                            const vx_gemv_store *s, int64_t pass_floats)
 {
     float acc[ACC_FLOATS] __attribute__((aligned(64)));
-    const int64_t most = ACC_FLOATS / R / 16 * 16, blocks = (len + most - 1) / most;
+    int64_t most = ACC_FLOATS / R / 16 * 16;
+    const int64_t fit = pass_floats / (R + U) / 16 * 16; /* sums and U matrix rows in pass_floats */
+    if (pass_floats > 0)
+        most = fit < 16 ? 16 : fit < most ? fit : most;
+    const int64_t blocks = (len + most - 1) / most;
     const int64_t block = (len + blocks - 1) / blocks; /* <= most */
     const int64_t acc_rs = (block + 15) / 16 * 16;     /* rows of acc on whole lines */
     for (int64_t j0 = 0; j0 < len; j0 += block) {
@@ -356,12 +366,12 @@ static inline __attribute__((always_inline)) void rows_body(const int R, const i
 #define ROWS_U(R) (W == 16 || (R) <= 2 ? 4 : 2)
 
 void FN(axpy_rows)(int rows, int64_t len, int64_t k, const float *m, int64_t ldm, const float *x, int64_t x_rs,
-                   int64_t incx, float *y, int64_t y_rs, const vx_gemv_store *s)
+                   int64_t incx, float *y, int64_t y_rs, const vx_gemv_store *s, int64_t pass_floats)
 {
     switch (rows) {
-    case 2: rows_body(2, ROWS_U(2), len, k, m, ldm, x, x_rs, incx, y, y_rs, s); break;
-    case 3: rows_body(3, ROWS_U(3), len, k, m, ldm, x, x_rs, incx, y, y_rs, s); break;
-    case 4: rows_body(4, ROWS_U(4), len, k, m, ldm, x, x_rs, incx, y, y_rs, s); break;
+    case 2: rows_body(2, ROWS_U(2), len, k, m, ldm, x, x_rs, incx, y, y_rs, s, pass_floats); break;
+    case 3: rows_body(3, ROWS_U(3), len, k, m, ldm, x, x_rs, incx, y, y_rs, s, pass_floats); break;
+    case 4: rows_body(4, ROWS_U(4), len, k, m, ldm, x, x_rs, incx, y, y_rs, s, pass_floats); break;
     default: /* one row at a time */
         for (int i = 0; i < rows; i++)
             FN(axpy)(len, k, m, ldm, x + i * x_rs, incx, y + i * y_rs, 1, &s[i]);

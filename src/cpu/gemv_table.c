@@ -7,7 +7,8 @@
     void vx_gemv_axpy_v##bytes(int64_t, int64_t, const float *, int64_t, const float *, int64_t,  \
                                float *, int64_t, const vx_gemv_store *);                       \
     void vx_gemv_axpy_rows_v##bytes(int, int64_t, int64_t, const float *, int64_t, const float *,   \
-                                    int64_t, int64_t, float *, int64_t, const vx_gemv_store *);      \
+                                    int64_t, int64_t, float *, int64_t, const vx_gemv_store *,       \
+                                    int64_t);                                                       \
     void vx_gemv_sum_store_v##bytes(int, const float *, int64_t, int64_t, float *, int64_t,        \
                                     const vx_gemv_store *);
 DECL(32)
