@@ -839,11 +839,11 @@ VT_ISA_TEST(cost, inplace_overlap_scales_the_streams_and_calibrates, TMO)
     vx_candidates_free(&c);
 }
 
-/* A tile of one row waits for all of an in-place B's stream from beyond
- * the second level (cost.c, inplace_stall_rows): priced so whatever the
- * measured overlap; two rows, or a B within the second level, keep the
- * overlap. */
-VT_ISA_TEST(cost, one_row_tiles_wait_for_a_far_b, TMO)
+/* A tile of one or two rows waits for all of an in-place B's stream from
+ * beyond the second level (cost.c, inplace_stall_rows): priced so whatever
+ * the measured overlap; three rows, or a B within the second level, keep
+ * the overlap. */
+VT_ISA_TEST(cost, one_and_two_row_tiles_wait_for_a_far_b, TMO)
 {
     vx_device_desc d;
     vx_candidates c;
@@ -851,8 +851,9 @@ VT_ISA_TEST(cost, one_row_tiles_wait_for_a_far_b, TMO)
     const int l1 = first_of_mode(&d, &c, VX_LOAD_NONE), g11 = grid_of(&c, 1, 1);
     const int64_t n = 2304, k_far = 2 * d.mem[1].bytes / (d.elem_bytes * n) + 1, k_near = 16;
     const vx_problem far1 = {.m = 1, .n = n, .k = k_far, .b_in_place_ok = 1, .a_in_place_ok = 1};
-    vx_problem far2 = far1, near1 = far1;
+    vx_problem far2 = far1, far3 = far1, near1 = far1;
     far2.m = 2;
+    far3.m = 3;
     near1.k = k_near;
     vx_device_desc o = d;
     o.inplace_overlap = 0.9;
@@ -860,8 +861,11 @@ VT_ISA_TEST(cost, one_row_tiles_wait_for_a_far_b, TMO)
     cr_assert_float_eq(vx_cost_price(&o, &c, &far1, l1, g11), vx_cost_price(&d, &c, &far1, l1, g11), 1e-6,
                        "one row over B beyond L2: the whole stream, overlap or not");
     if (c.l0[c.l1[l1].l0].m >= 2)
-        cr_assert(vx_cost_price(&o, &c, &far2, l1, g11) < vx_cost_price(&d, &c, &far2, l1, g11),
-                  "two rows keep the measured overlap");
+        cr_assert_float_eq(vx_cost_price(&o, &c, &far2, l1, g11), vx_cost_price(&d, &c, &far2, l1, g11), 1e-6,
+                           "two rows over B beyond L2: the whole stream, overlap or not");
+    if (c.l0[c.l1[l1].l0].m >= 3)
+        cr_assert(vx_cost_price(&o, &c, &far3, l1, g11) < vx_cost_price(&d, &c, &far3, l1, g11),
+                  "three rows keep the measured overlap");
     cr_assert(vx_cost_price(&o, &c, &near1, l1, g11) < vx_cost_price(&d, &c, &near1, l1, g11),
               "one row over B within L2 keeps the measured overlap");
     vx_candidates_free(&c);
@@ -1166,6 +1170,13 @@ VT_ISA_TEST(cost, a_blocks_of_few_row_tiles_reread_from_l2_stream, TMO)
     cr_assert(narrow >= 0, "no in-place tile one line wide with kc = 512");
     const int m1 = c.l0[c.l1[narrow].l0].m, n1 = d.fam[c.l0[c.l1[narrow].l0].fam].n;
     d.inplace_overlap = 1.0; /* B's stream, and the few tiles' A re-reads, all under the FMAs */
+    /* the levels beyond the second as fast as it: B's home then reads no
+     * slower than the second level, so tiles of one or two rows keep the
+     * overlap too (cost.c, inplace_stall_rows: they wait for a B from
+     * further out whole) */
+    for (int i = 2; i < d.nmem; i++)
+        d.mem[i].bw = d.mem[1].bw;
+    d.bw_shared = 4 * d.mem[1].bw; /* the last level's share a unit gets: no slower either */
     /* A's 512-deep block of 7 row tiles within the second level's share,
      * A itself (all of k) and B beyond it */
     const int mm = m0 > m1 ? m0 : m1;

@@ -205,6 +205,9 @@ static void distinctive(vx_tune *t, double shift)
     t->inplace_probe[VX_ISA_AVX2].fam = 0;
     t->inplace_probe[VX_ISA_AVX2].m = 1;
     t->inplace_probe[VX_ISA_AVX2].ns = 12345.5 + shift;
+    t->gemv_rows_ns[VX_ISA_AVX2][0] = 0.015625 + shift / 1000;
+    t->gemv_rows_ns[VX_ISA_AVX2][1] = 0.0234375 + shift / 1000;
+    t->gemv_rows_ns[VX_ISA_AVX2][2] = 0.03125 + shift / 1000;
     snprintf(t->created, sizeof t->created, "%s", shift == 0 ? CREATED : "2032-01-02T03:04:05Z");
 }
 
@@ -261,6 +264,11 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
                   s[i].got);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
+            cr_assert(close_rel(want->gemv_rows_ns[isa][r], got->gemv_rows_ns[isa][r]),
+                      "%s: gemv_rows_ns_per_flop[%d][%d]: expected %.9g, found %.9g", what, isa, r,
+                      want->gemv_rows_ns[isa][r], got->gemv_rows_ns[isa][r]);
     expect_same_probes(what, "packed_probe", want->packed_probe, got->packed_probe);
     expect_same_probes(what, "inplace_probe", want->inplace_probe, got->inplace_probe);
     cr_assert_str_eq(got->created, want->created, "%s: created: expected \"%s\", found \"%s\"", what,
@@ -372,6 +380,21 @@ Test(tune, a_file_without_line_stream_keeps_its_default)
                            offsetof(vx_tune, line_share_ns), "line_share_ns");
 }
 
+/* The few-row kernel's rates came later still: a file without them loads
+ * with none measured (0: the analyzer estimates them), the rest from the
+ * file. */
+Test(tune, a_file_without_the_few_row_rates_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("gemv_rows_ns_per_flop", &saved, &loaded);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
+            cr_assert_eq(loaded.gemv_rows_ns[isa][r], 0.0, "gemv_rows_ns_per_flop[%d][%d]: expected 0, found %g",
+                         isa, r, loaded.gemv_rows_ns[isa][r]);
+    cr_assert(close_rel(loaded.line_share_ns, saved.line_share_ns), "line_share_ns: expected %g from the file, "
+              "found %g", saved.line_share_ns, loaded.line_share_ns);
+}
+
 /* ... and a file without the pool's hand-off reading turns the run-time
  * class off (0), whatever the defaults say: its wake_warm_ns was timed
  * as an empty region, against which no reading compares. */
@@ -446,12 +469,14 @@ Test(tune, failed_save_names_the_real_reason)
                   { "packed_probe ns", "probe" },
                   { "line_share_ns", "line_share_ns" },
                   { "line_stream_ns", "line_stream_ns" },
-                  { "region_handoff_ns", "region_handoff_ns" } };
+                  { "region_handoff_ns", "region_handoff_ns" },
+                  { "gemv_rows_ns_per_flop[avx2][1]", "gemv_rows_ns_per_flop" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
-                            &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns };
+                            &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
+                            &bad.gemv_rows_ns[VX_ISA_AVX2][1] };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -595,6 +620,9 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "line_stream_ns given as a string", "9.375", "\"9.375\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "region_handoff_ns negative", "111.5", "-111.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "packed_probe ns negative", "54321.5", "-54321.5", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "a few-row rate negative", "0.0234375", "-0.0234375", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "a few-row rate 1e300", "0.0234375", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "few-row rates missing one", "0.0234375,", "", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "packed_probe m beyond the family's tile", "1,\n   54321.5", "99,\n   54321.5",
                         VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe ns 1e300", "12345.5", "1e300", VX_ERR_INVALID_ARG);

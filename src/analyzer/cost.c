@@ -207,7 +207,8 @@ double vx_cost_gemv(const vx_device_desc *d, const vx_problem *p, int threads)
     /* Each unit streams its share from the level that holds it. */
     const double bw = bw_for(d, bytes / threads, threads) * threads;
     const double stream = bytes / bw;
-    const double compute = rows > 1 ? 2.0 * rows * len * (double)p->k * d->gemv_ns_per_flop / threads : 0.0;
+    const double compute =
+        rows > 1 ? 2.0 * rows * len * (double)p->k * d->gemv_ns_per_flop[rows < 4 ? (int)rows : 4] / threads : 0.0;
     /* Split by k, each unit writes its partial sums into lines the last
      * call's combiner read, and the unit that ends last reads them all: a
      * handshake each way (claiming the slices, counting them done) and the
@@ -742,19 +743,22 @@ static inline double inplace_stall(const vx_device_desc *d, const vx_problem *p)
 }
 
 /* inplace_stall for a direct plan whose tiles work `rows` rows of C per
- * row of B they read: a tile of one row does one FMA per B vector it
- * loads, runs at its load-bound rate, and its 16 rows of fetch-ahead take
- * less time than a row's fetch from beyond the second level (`far`): the
- * kernels wait for all of B's stream instead of the probe's share.
- * Priced at the share, 1x3072x768 read B (in L3) in place with 1-row
- * tiles, priced 47 us against 50 for the matrix-vector form, and ran 106
- * against 65; 1x1024x4096 208 against 115 (2 AMD Zen 4 cores, alternated
- * runs against oneDNN: 0.67-0.87x, then 1.08-1.47x). Two rows ran as fast
- * either way (2x3072x768 100 us both; 2x768x3072 75 in place, 82 as the
- * matrix-vector form), three and four faster in place. */
+ * row of B they read: a tile of one or two rows does one or two FMAs per
+ * B vector it loads, runs at its load-bound rate, and its 16 rows of
+ * fetch-ahead take less time than a row's fetch from beyond the second
+ * level (`far`): the kernels wait for all of B's stream instead of the
+ * probe's share. Priced at the share, 1x3072x768 read B (in L3) in place
+ * with 1-row tiles, priced 47 us against 50 for the matrix-vector form,
+ * and ran 106 against 65; 1x1024x4096 208 against 115 (2 AMD Zen 4 cores,
+ * alternated runs against oneDNN: 0.67-0.87x, then 1.08-1.47x). Two rows
+ * streamed B at 66 GB/s a core in place (L3: 101): 2x2304x768 priced 39
+ * us, ran 53, and 2x768x3072 priced 52, ran 72, where the matrix-vector
+ * form, its sums kept in L1, ran 48 and 59 (thirty-first session; before
+ * that the two forms had run alike). Four rows still ran faster in place
+ * (4x2304x768: 70 against 76). */
 static inline double inplace_stall_rows(const vx_device_desc *d, const vx_problem *p, int64_t rows, int far)
 {
-    return far && rows == 1 && plain_operands(p) ? 1.0 : inplace_stall(d, p);
+    return far && rows <= 2 && plain_operands(p) ? 1.0 : inplace_stall(d, p);
 }
 
 /* ns per element of B a plan in this mode loads into its panels: a copy

@@ -133,8 +133,9 @@ typedef struct {
                                   is shorter than t x this and k is at least t x rows x
                                   gemv_ksplit_k_per_row (0: never; cost.h vx_gemv_ksplit) */
     int64_t gemv_ksplit_k_per_row;
-    double gemv_ns_per_flop;   /* ... their compute time per flop on one unit (they also
-                                  wait for the matrix: the slower of the two counts) */
+    double gemv_ns_per_flop[5]; /* ... their compute time per flop on one unit, by rows of C
+                                   (2..4; they also wait for the matrix: the slower of the
+                                   two counts) */
     double mode_ns[VX_LOAD_MODES]; /* what a load mode adds to it (set-up of its buffers) */
     /* The dot-form tiles, for a B stored transposed (both operands read in
      * place along k; cpu/dot.h on the CPU): dot_mr x dot_nr elements of C

@@ -27,6 +27,8 @@
  *     t(k) = overhead_ns + ns_per_k * k
  * (overhead: loading and storing the C tile, call set-up). Rates the
  * machine did not measure keep the built-in issue-model estimate. */
+enum { VX_TUNE_GEMV_ROWS = 3 }; /* the few-row kernel's rates: 2, 3 and 4 rows */
+
 typedef struct {
     float overhead_ns;
     float ns_per_k;
@@ -94,6 +96,12 @@ typedef struct {
      * a packed plan adds to the kernels' time by it (cost.c,
      * vx_cost_packed_scale). */
     vx_tune_probe packed_probe[VX_ISA_COUNT];
+    /* The few-row matrix-vector kernel (cpu/gemv.h, axpy_rows), per ISA
+     * and for 2, 3 and 4 rows (optional in the file): ns per flop on one
+     * thread over a matrix in L2, its partial sums in L1 as for a matrix in
+     * the caches (0: not measured; the analyzer then estimates it from the
+     * GEMM tiles' rate). */
+    double gemv_rows_ns[VX_ISA_COUNT][VX_TUNE_GEMV_ROWS];
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

@@ -245,6 +245,26 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
             (which ? n.packed_probe : n.inplace_probe)[isa] = (vx_tune_probe){ (int)f, (int)m, ns };
         }
     }
+    /* added after version 2 files were written: optional, absent = not measured */
+    json_t *rows = json_object_get(root, "gemv_rows_ns_per_flop");
+    if (rows && !json_is_object(rows)) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"gemv_rows_ns_per_flop\" is not an object", path);
+        goto out;
+    }
+    for (int isa = 0; rows && isa < VX_ISA_COUNT; isa++) {
+        json_t *e = json_object_get(rows, isa_key[isa]);
+        if (!e)
+            continue;
+        int ok = json_is_array(e) && json_array_size(e) == VX_TUNE_GEMV_ROWS;
+        for (int r = 0; ok && r < VX_TUNE_GEMV_ROWS; r++)
+            ok = num_at(e, (size_t)r, 1e-4, 10.0, &n.gemv_rows_ns[isa][r]);
+        if (!ok) {
+            s = say(VX_ERR_INVALID_ARG, why, len,
+                    "%s: \"gemv_rows_ns_per_flop\".%s is not [2 rows, 3 rows, 4 rows], each in [1e-4, 10] ns",
+                    path, isa_key[isa]);
+            goto out;
+        }
+    }
     /* added after version 2 files were written: optional; a file without
      * the pool's hand-off reading turns the run-time class off (0) */
     n.region_handoff_ns = 0;
@@ -381,6 +401,10 @@ static const char *non_finite(const vx_tune *t)
         return "line_stream_ns";
     if (!isfinite(t->region_handoff_ns))
         return "region_handoff_ns";
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
+            if (!isfinite(t->gemv_rows_ns[isa][r]))
+                return "gemv_rows_ns_per_flop";
     return NULL;
 }
 
@@ -406,6 +430,13 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
         json_object_set_new(root, "line_share_ns", json_real(t->line_share_ns));
         json_object_set_new(root, "line_stream_ns", json_real(t->line_stream_ns));
         json_object_set_new(root, "region_handoff_ns", json_real(t->region_handoff_ns));
+        json_t *rows = json_object();
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+            if (t->gemv_rows_ns[isa][0] > 0)
+                json_object_set_new(rows, isa_key[isa],
+                                    json_pack("[f, f, f]", t->gemv_rows_ns[isa][0], t->gemv_rows_ns[isa][1],
+                                              t->gemv_rows_ns[isa][2]));
+        json_object_set_new(root, "gemv_rows_ns_per_flop", rows);
     }
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");

@@ -76,13 +76,22 @@ static void describe(vx_isa isa, vx_device_desc *d)
             }
     d->direct_ns_per_flop = best_flops_per_ns > 0 ? 2.5 / best_flops_per_ns : 0.05;
     /* The few-row matrix-vector kernel keeps its partial sums in L1, a load
-     * and a store per FMA chain: 23-26 GFLOP/s for 2..4 rows on AMD Zen 1,
-     * where the tune's best tile rate (timed in short bursts, at boost
-     * clocks) reads 47 (NOTES.md): priced at half that rate. */
+     * and a store per FMA chain: measured by the tune (gemv_rows_ns). A
+     * file without it: 23-26 GFLOP/s for 2..4 rows on AMD Zen 1, where the
+     * tune's best tile rate (timed in short bursts, at boost clocks) read 47
+     * (NOTES.md): half that rate. On 2 AMD Zen 4 cores, with the sums kept
+     * in L1, the kernel ran 0.68-0.93 of the best tile's rate (80-109 of
+     * 117 GFLOP/s), so half priced 2 x 2304 x 768 from L3 at 62 us against
+     * 60 in place; it ran 48 against 53 (NOTES.md, thirty-first session). */
     d->gemv_rows_max = vx_gemv_kernels_for(set->isa)->rows_max;
     d->gemv_ksplit_len = VX_GEMV_KSPLIT_LEN;
     d->gemv_ksplit_k_per_row = VX_GEMV_KSPLIT_K_PER_ROW;
-    d->gemv_ns_per_flop = best_flops_per_ns > 0 ? 1.0 / (0.5 * best_flops_per_ns) : 0.05;
+    for (int rows = 2; rows <= 4; rows++) {
+        const double tuned = tu->gemv_rows_ns[isa][rows - 2];
+        d->gemv_ns_per_flop[rows] = tuned > 0                ? tuned
+                                    : best_flops_per_ns > 0 ? 1.0 / (0.5 * best_flops_per_ns)
+                                                            : 0.05;
+    }
     /* The dot-form tile (cpu/dot.h) holds dot_mr * dot_nr accumulators,
      * each fed one FMA per vector of k, as a GEMM tile with as many
      * accumulator vectors is fed one per k step: priced at the measured

@@ -24,6 +24,7 @@
 #include "analyzer/hw.h"
 #include "analyzer/plan.h"
 #include "analyzer/tune.h"
+#include "cpu/gemv.h"
 #include "cpu/pack.h"
 #include "cpu/threadpool.h"
 #include "cpu/ukernel.h"
@@ -333,6 +334,39 @@ static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t bi
     t->packed_probe[isa].ns = best;
 }
 
+/* The few-row matrix-vector kernel (tune.h, gemv_rows_ns): a matrix of
+ * ROWS_LEN x ROWS_K floats (512 KiB: in L2 after the first pass), its sums
+ * kept in L1 as for a matrix in the caches (vx_gemv_pass_floats); ns per
+ * flop for 2, 3 and 4 rows, each the fastest of its passes (0 for a row
+ * count the kernel does not take). */
+enum { ROWS_LEN = 1024, ROWS_K = 128 };
+
+static void gemv_rows_ns(vx_isa isa, float *big, int passes, double out[VX_TUNE_GEMV_ROWS])
+{
+    const vx_gemv_kernels *K = vx_gemv_kernels_for(isa);
+    for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
+        out[r] = 0.0;
+    if (!K->axpy_rows || K->rows_max < 2)
+        return;
+    const float *m = big, *x = big + ROWS_LEN * ROWS_K;
+    float *y = big + ROWS_LEN * ROWS_K + VX_GEMV_ROWS_MAX * ROWS_K;
+    vx_gemv_store st[VX_GEMV_ROWS_MAX];
+    for (int i = 0; i < VX_GEMV_ROWS_MAX; i++)
+        st[i] = (vx_gemv_store){ 1.0f, 0.0f, NULL, 0.0f, 0 };
+    const int64_t pass = vx_gemv_pass_floats(ROWS_LEN, ROWS_K);
+    for (int rows = 2; rows <= K->rows_max && rows < 2 + VX_TUNE_GEMV_ROWS; rows++) {
+        double best = 1e300;
+        for (int p = -1; p < 4 * passes; p++) {
+            const double t0 = now_ns();
+            K->axpy_rows(rows, ROWS_LEN, ROWS_K, m, ROWS_LEN, x, ROWS_K, 1, y, ROWS_LEN, st, pass);
+            const double dt = now_ns() - t0;
+            if (p >= 0 && dt < best)
+                best = dt;
+        }
+        out[rows - 2] = best / (2.0 * rows * ROWS_LEN * ROWS_K);
+    }
+}
+
 typedef struct {
     const float *p;
     size_t bytes;
@@ -512,7 +546,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 10 };
+    enum { OTHER_STEPS = 11 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -682,6 +716,11 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if ((isa == VX_ISA_AVX2 && hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && hw->has_avx512))
             inplace_probe((vx_isa)isa, hw, big, big_bytes, passes, t), packed_probe((vx_isa)isa, hw, big, big_bytes, passes, t);
+
+    step(&pr, "few-row matrix-vector kernel");
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if ((isa == VX_ISA_AVX2 && hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && hw->has_avx512))
+            gemv_rows_ns((vx_isa)isa, big, passes, t->gemv_rows_ns[isa]);
 
     /* Fixed costs. The parallel region is timed after an idle gap longer
      * than the workers' spin, so they sleep and must be woken, as in a
