@@ -81,8 +81,8 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * tune's best tile rate (timed in short bursts, at boost clocks) read 47
      * (NOTES.md): half that rate. On 2 AMD Zen 4 cores, with the sums kept
      * in L1, the kernel ran 0.68-0.93 of the best tile's rate (80-109 of
-     * 117 GFLOP/s), so half priced 2 x 2304 x 768 from L3 at 62 us against
-     * 60 in place; it ran 48 against 53 (NOTES.md, thirty-first session). */
+     * 117 GFLOP/s): at half, 2 x 2304 x 768 from L3 was priced 65 us, the
+     * tuned rates price it 55; it ran 48 (NOTES.md, thirty-first session). */
     d->gemv_rows_max = vx_gemv_kernels_for(set->isa)->rows_max;
     d->gemv_ksplit_len = VX_GEMV_KSPLIT_LEN;
     d->gemv_ksplit_k_per_row = VX_GEMV_KSPLIT_K_PER_ROW;
