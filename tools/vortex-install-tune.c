@@ -108,6 +108,13 @@ static void summary(const vx_tune *t)
            "           (on a virtual machine these move with the host's placement: the pool rescales them and the "
            "warm region at run time by its reading of a region's hand-offs, %.0f ns here)\n",
            t->line_share_ns, t->line_stream_ns, t->region_handoff_ns);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (t->gemv_rows_ns[isa][0] > 0)
+            printf("gemv %-6s few-row matrix-vector kernel over a matrix in L2: %.1f / %.1f / %.1f GFLOP/s "
+                   "(2 / 3 / 4 rows)\n",
+                   isa == VX_ISA_AVX512 ? "avx512" : "avx2", 1.0 / t->gemv_rows_ns[isa][0],
+                   t->gemv_rows_ns[isa][1] > 0 ? 1.0 / t->gemv_rows_ns[isa][1] : 0.0,
+                   t->gemv_rows_ns[isa][2] > 0 ? 1.0 / t->gemv_rows_ns[isa][2] : 0.0);
 }
 
 static bar_state g_gpu_bar;

@@ -335,11 +335,11 @@ static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t bi
 }
 
 /* The few-row matrix-vector kernel (tune.h, gemv_rows_ns): a matrix of
- * ROWS_LEN x ROWS_K floats (512 KiB: in L2 after the first pass), its sums
+ * ROWS_LEN x ROWS_K floats (480 KiB: in L2 after the first pass), its sums
  * kept in L1 as for a matrix in the caches (vx_gemv_pass_floats); ns per
  * flop for 2, 3 and 4 rows, each the fastest of its passes (0 for a row
  * count the kernel does not take). */
-enum { ROWS_LEN = 1024, ROWS_K = 128 };
+enum { ROWS_LEN = 768, ROWS_K = 160 };
 
 static void gemv_rows_ns(vx_isa isa, float *big, int passes, double out[VX_TUNE_GEMV_ROWS])
 {
