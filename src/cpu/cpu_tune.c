@@ -112,11 +112,18 @@ static vx_l0_rate fit(const double *t)
     return (vx_l0_rate){ (float)o, (float)p };
 }
 
+/* Whether this machine runs the kernels of ISA isa (those it does not are
+ * not measured). */
+static int isa_runs(const vx_hw_info *hw, int isa)
+{
+    return isa == VX_ISA_AVX512 ? hw->has_avx512 : isa == VX_ISA_AVX2 && hw->has_avx2_fma;
+}
+
 static int count_kernels(const vx_hw_info *hw)
 {
     int n = 0;
     for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
-        if ((isa == VX_ISA_AVX2 && !hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && !hw->has_avx512))
+        if (!isa_runs(hw, isa))
             continue;
         const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
         for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
@@ -583,7 +590,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     static double best_t[VX_ISA_COUNT][VX_TUNE_MAX_FAMILIES][VX_UK_VARIANTS][VX_TUNE_MAX_MR][NK];
     for (int round = 0; round < rounds; round++)
         for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
-            if ((isa == VX_ISA_AVX2 && !hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && !hw->has_avx512))
+            if (!isa_runs(hw, isa))
                 continue;
             const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
             for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
@@ -714,12 +721,12 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     }
     step(&pr, "in-place kernels over a B in L3");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-        if ((isa == VX_ISA_AVX2 && hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && hw->has_avx512))
+        if (isa_runs(hw, isa))
             inplace_probe((vx_isa)isa, hw, big, big_bytes, passes, t), packed_probe((vx_isa)isa, hw, big, big_bytes, passes, t);
 
     step(&pr, "few-row matrix-vector kernel");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-        if ((isa == VX_ISA_AVX2 && hw->has_avx2_fma) || (isa == VX_ISA_AVX512 && hw->has_avx512))
+        if (isa_runs(hw, isa))
             gemv_rows_ns((vx_isa)isa, big, passes, t->gemv_rows_ns[isa]);
 
     /* Fixed costs. The parallel region is timed after an idle gap longer
