@@ -215,6 +215,21 @@ static int call_cublas(void *p)
     return 0;
 }
 
+/* *out: path opened for writing with its header line written; NULL where
+ * there is no path. 1 (said on stderr) when it cannot be written. */
+static int open_csv(const char *path, const char *header, FILE **out)
+{
+    *out = NULL;
+    if (!path)
+        return 0;
+    if (!(*out = fopen(path, "w"))) {
+        fprintf(stderr, PROG ": cannot write %s\n", path);
+        return 1;
+    }
+    fprintf(*out, "%s\n", header);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static shape shapes[MAX_SHAPES];
@@ -273,24 +288,10 @@ int main(int argc, char **argv)
         for (int j = 0; j < 7; j++)
             for (int i = 0; i < nm; i++) shapes[nshapes++] = (shape){ms[i], nk[j][0], nk[j][1]};
     }
-    FILE *csv = NULL;
-    if (csv_path) {
-        csv = fopen(csv_path, "w");
-        if (!csv) {
-            fprintf(stderr, PROG ": cannot write %s\n", csv_path);
-            return 1;
-        }
-        fprintf(csv, "dtype,m,n,k,pick,pick_us,best,best_us,pick_over_best,cublas_us\n");
-    }
-    FILE *plans = NULL;
-    if (plans_path) {
-        plans = fopen(plans_path, "w");
-        if (!plans) {
-            fprintf(stderr, PROG ": cannot write %s\n", plans_path);
-            return 1;
-        }
-        fprintf(plans, "dtype,m,n,k,rank,plan,splits,transposed,predicted_us,measured_us\n");
-    }
+    FILE *csv = NULL, *plans = NULL;
+    if (open_csv(csv_path, "dtype,m,n,k,pick,pick_us,best,best_us,pick_over_best,cublas_us", &csv) ||
+        open_csv(plans_path, "dtype,m,n,k,rank,plan,splits,transposed,predicted_us,measured_us", &plans))
+        return 1;
     const char *dt_name[] = {"f16", "bf16", "f32", "tf32"};
     const size_t elem = dt < 2 ? 2 : 4;
     int64_t max_a = 1, max_b = 1, max_c = 1;
