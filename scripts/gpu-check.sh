@@ -265,6 +265,13 @@ elif fits tune; then
   fi
 fi
 
+# append_csv PART ALL: PART's rows onto ALL, its header only where ALL has
+# none yet; 1 when PART was not written.
+append_csv() {
+  [ -f "$1" ] || return 1
+  if [ -s "$2" ]; then tail -n +2 "$1" >>"$2"; else cat "$1" >"$2"; fi
+}
+
 # ---- 4. benchmarks: built-in suites, the Hopper family's A/B, the oracle, suite files ---
 # run_bench STEP NAME [VAR=VALUE...] -- ARGS...: vortex-bench-gemm-cuda into NAME.log/.csv
 run_bench() {
@@ -314,11 +321,7 @@ if [ "${ON[oracle]}" = 1 ]; then
       env "${tf[@]}" timeout -k 10 $left "$exe" --dtype $dt "${q[@]}" --csv "$tmp/oracle-$dt.csv" \
         --plans-csv "$tmp/oracle-plans-$dt.csv" \
         >>"$LOGDIR/oracle.log" 2>&1 || rc=$?
-      for f in oracle oracle-plans; do
-        [ -f "$tmp/$f-$dt.csv" ] || continue
-        if [ -s "$LOGDIR/$f.csv" ]; then tail -n +2 "$tmp/$f-$dt.csv" >>"$LOGDIR/$f.csv"
-        else cat "$tmp/$f-$dt.csv" >"$LOGDIR/$f.csv"; fi
-      done
+      for f in oracle oracle-plans; do append_csv "$tmp/$f-$dt.csv" "$LOGDIR/$f.csv"; done
     done
     TOOK[oracle]=$((SECONDS - t0))
     rows=0; [ -s "$LOGDIR/oracle.csv" ] && rows=$(($(wc -l <"$LOGDIR/oracle.csv") - 1))
@@ -351,11 +354,7 @@ if [ "${ON[suites]}" = 1 ]; then
           --csv "$tmp/suite.csv" --max-seconds "$share" >>"$LOGDIR/$out.log" 2>&1
         rc=$?
         [ $rc = 0 ] || rc_all=$rc
-        if [ -f "$tmp/suite.csv" ]; then
-          if [ -s "$LOGDIR/$out.csv" ]; then tail -n +2 "$tmp/suite.csv" >>"$LOGDIR/$out.csv"
-          else cat "$tmp/suite.csv" >"$LOGDIR/$out.csv"; fi
-          rm -f "$tmp/suite.csv"
-        fi
+        append_csv "$tmp/suite.csv" "$LOGDIR/$out.csv" && rm -f "$tmp/suite.csv"
       done
     done
     TOOK[suites]=$((SECONDS - t0))
