@@ -29,6 +29,10 @@ PACK_VARIANT = "asbs_pk"  # in-place A and B, B's panel also written packed (vx_
 # fetched ahead and for B's that stream from DRAM (ukernel.h,
 # vx_ukernel_family.bs_far).
 FAR_SUFFIX = "_far"
+# The packed-B kernels again, also fetching a caller's rows into L2 as they
+# run: one row every UNROLL k steps (ukernel.h, vx_ukernel_family.fetch).
+FETCH_SUFFIX = "_fetch"
+FETCH_VARIANTS = [("apbp", True), ("asbp", False)]
 MAX_VECTORS_PER_ROW = 4  # nr up to 4 vectors: wider tiles leave too few rows
 # Rows of in-place B fetched ahead (~100 cycles of L3 latency). Shorter
 # distances win while B stays in L3 between calls (AMD Zen 1, 16-row shapes
@@ -94,6 +98,9 @@ SIG_SEG = ("(int64_t k_all, const float *restrict a, int64_t a_rs, int64_t a_cs,
 # The packing in-place variant (ukernel.h, vx_ukernel_pk_fn): strided A and
 # B, and every B vector it loads is also stored to the packed panel bpk.
 SIG_PK = SIG[:-1] + ", float *restrict bpk)"
+# The fetching packed-B variant (ukernel.h, vx_ukernel_fetch_fn): rows of
+# row_bytes bytes (at most 4 lines), fetch_rs floats apart, from fetch on.
+SIG_FETCH = SIG[:-1] + ", const float *fetch, int64_t fetch_rs, int64_t fetch_rows, int64_t row_bytes)"
 
 
 class Isa:
@@ -227,7 +234,7 @@ def store_stage(I, m, V, full, ind):
     return L
 
 
-def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, far=False):
+def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, far=False, fetch=False):
     I = Isa(isa)
     V = nr // I.w
     ordered = ordered_tile(isa, m, V)
@@ -244,8 +251,9 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
     bcast_reg = I.reg(top)
     fma = I.fma_ordered if ordered else I.fma_acc
     L = []
-    L.append(f"void {fname(isa, nr, m, variant + (FAR_SUFFIX if far else ''))}"
-             f"{SIG_SEG if seg else SIG_PK if pack_out else SIG}")
+    suffix = FAR_SUFFIX if far else FETCH_SUFFIX if fetch else ""
+    L.append(f"void {fname(isa, nr, m, variant + suffix)}"
+             f"{SIG_SEG if seg else SIG_PK if pack_out else SIG_FETCH if fetch else SIG}")
     L.append("{")
     if a_packed:
         L.append("    (void)a_rs; (void)a_cs;")
@@ -404,6 +412,21 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         out.append(f"{indent}for (; p + {UNROLL} <= k; p += {UNROLL}) {{")
         if prefetching:
             out.append(f"{indent}  const float *pf = b + (p + {ahead + UNROLL} > k ? pf_wrap : 0);")
+        if fetch:
+            # One of the caller's rows per UNROLL steps, into L2 (prefetcht1),
+            # its lines spread over the steps' loads: fetched between calls
+            # instead, a burst of them held the core until the misses
+            # drained.
+            out.append(f"{indent}  if (fetch_rows > 0) {{")
+            out.append(f"{indent}    const char *fr = (const char *)fetch;")
+            out.append(f"{indent}    __builtin_prefetch(fr, 0, 2);")
+            out.append(f"{indent}    if (row_bytes > 64) __builtin_prefetch(fr + 64, 0, 2);")
+            out.append(f"{indent}    if (row_bytes > 128) __builtin_prefetch(fr + 128, 0, 2);")
+            out.append(f"{indent}    if (row_bytes > 192) __builtin_prefetch(fr + 192, 0, 2);")
+            out.append(f"{indent}    __builtin_prefetch(fr + row_bytes - 1, 0, 2);")
+            out.append(f"{indent}    fetch += fetch_rs;")
+            out.append(f"{indent}    fetch_rows--;")
+            out.append(f"{indent}  }}")
         for u in range(UNROLL):
             out.append(f"{indent}  {{")
             out += step(u, live, masked, indent + "    ")
@@ -514,6 +537,10 @@ def emit_isa(isa, only_nr=None):
             out.append(f"void {fname(isa, nr, m, PACK_VARIANT + FAR_SUFFIX)}{SIG_PK};")
             out.append(kernel(isa, nr, m, PACK_VARIANT, False, False, pack_out=True, far=True))
             out.append("")
+            for variant, ap in FETCH_VARIANTS:
+                out.append(f"void {fname(isa, nr, m, variant + FETCH_SUFFIX)}{SIG_FETCH};")
+                out.append(kernel(isa, nr, m, variant, ap, True, fetch=True))
+                out.append("")
     return "\n".join(out) + "\n"
 
 
@@ -529,6 +556,8 @@ def emit_table():
                 out.append(f"void {fname(isa, nr, m, PACK_VARIANT)}{SIG_PK};")
                 out.append(f"void {fname(isa, nr, m, 'asbs' + FAR_SUFFIX)}{SIG};")
                 out.append(f"void {fname(isa, nr, m, PACK_VARIANT + FAR_SUFFIX)}{SIG_PK};")
+                for variant, _ in FETCH_VARIANTS:
+                    out.append(f"void {fname(isa, nr, m, variant + FETCH_SUFFIX)}{SIG_FETCH};")
     out.append("")
     order = {"avx2": "VX_ISA_AVX2", "avx512": "VX_ISA_AVX512"}
     for isa in ISAS:
@@ -543,11 +572,15 @@ def emit_table():
             for v, T in (("asbs", "vx_ukernel_fn"), (PACK_VARIANT, "vx_ukernel_pk_fn")):
                 names = ", ".join(fname(isa, nr, m, v + FAR_SUFFIX) for m in range(1, mr_max + 1))
                 out.append(f"static const {T} {isa}_n{nr}_{v}{FAR_SUFFIX}[{mr_max}] = {{ {names} }};")
+            for v, _ in FETCH_VARIANTS:
+                names = ", ".join(fname(isa, nr, m, v + FETCH_SUFFIX) for m in range(1, mr_max + 1))
+                out.append(f"static const vx_ukernel_fetch_fn {isa}_n{nr}_{v}{FETCH_SUFFIX}[{mr_max}] = {{ {names} }};")
         fams = []
         for nr, mr_max in tiles(isa):
             ks = ", ".join(f"{isa}_n{nr}_{v}" for v, _, _ in VARIANTS)
             fams.append(f"    {{ {nr}, {mr_max}, {{ {ks} }}, {isa}_n{nr}_{SEG_VARIANT}, {isa}_n{nr}_{PACK_VARIANT}, "
-                        f"{isa}_n{nr}_asbs{FAR_SUFFIX}, {isa}_n{nr}_{PACK_VARIANT}{FAR_SUFFIX} }},")
+                        f"{isa}_n{nr}_asbs{FAR_SUFFIX}, {isa}_n{nr}_{PACK_VARIANT}{FAR_SUFFIX}, "
+                        f"{{ {', '.join(f'{isa}_n{nr}_{v}{FETCH_SUFFIX}' for v, _ in FETCH_VARIANTS)} }} }},")
         out.append(f"static const vx_ukernel_family {isa}_families[] = {{")
         out += fams
         out.append("};")

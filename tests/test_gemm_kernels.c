@@ -43,14 +43,16 @@ static const char *path_name(vx_path p)
     return "?";
 }
 
-/* The packing variant (family->pk) and the two that fetch B into L2
- * (family->bs_far, pk_far), tested beside the three kern[] ones. */
-enum { VARIANT_PK = VX_UK_VARIANTS, VARIANT_BS_FAR, VARIANT_PK_FAR };
+/* The packing variant (family->pk), the two that fetch B into L2
+ * (family->bs_far, pk_far) and the packed-B ones that fetch a caller's rows
+ * as they run (family->fetch), tested beside the three kern[] ones. */
+enum { VARIANT_PK = VX_UK_VARIANTS, VARIANT_BS_FAR, VARIANT_PK_FAR, VARIANT_APBP_FETCH, VARIANT_ASBP_FETCH };
 
 static const char *variant_name(int v)
 {
     return v == VX_UK_AP_BP ? "apbp" : v == VX_UK_AS_BP ? "asbp" : v == VX_UK_AS_BS ? "asbs"
-         : v == VARIANT_PK ? "asbs_pk" : v == VARIANT_BS_FAR ? "asbs_far" : "asbs_pk_far";
+         : v == VARIANT_PK ? "asbs_pk" : v == VARIANT_BS_FAR ? "asbs_far" : v == VARIANT_PK_FAR ? "asbs_pk_far"
+         : v == VARIANT_APBP_FETCH ? "apbp_fetch" : "asbp_fetch";
 }
 
 /* ------------------------------------------------------------------ */
@@ -91,7 +93,12 @@ static void check_table(vx_isa isa)
         cr_assert(fam->seg != NULL, "%s nr=%d: no segmented kernels", set->name, fam->nr);
         cr_assert(fam->pk != NULL, "%s nr=%d: no packing kernels", set->name, fam->nr);
         cr_assert(fam->bs_far != NULL && fam->pk_far != NULL, "%s nr=%d: no far kernels", set->name, fam->nr);
+        cr_assert(fam->fetch[0] != NULL && fam->fetch[1] != NULL, "%s nr=%d: no fetching kernels", set->name,
+                  fam->nr);
         for (int m = 1; m <= fam->mr_max; m++) {
+            cr_assert(fam->fetch[0][m - 1] != NULL && fam->fetch[1][m - 1] != NULL &&
+                          fam->fetch[0][m - 1] != fam->fetch[1][m - 1],
+                      "%s nr=%d m=%d: fetching kernels NULL or the same", set->name, fam->nr, m);
             cr_assert(fam->seg[m - 1] != NULL, "%s nr=%d m=%d: NULL segmented kernel", set->name, fam->nr, m);
             cr_assert(fam->pk[m - 1] != NULL, "%s nr=%d m=%d: NULL packing kernel", set->name, fam->nr, m);
             cr_assert(fam->bs_far[m - 1] != NULL && fam->pk_far[m - 1] != NULL,
@@ -117,7 +124,8 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
 {
     const vx_ukernel_family *fam = &vx_ukernels(isa)->families[f];
     const int nr = fam->nr;
-    const int a_packed = v == VX_UK_AP_BP, b_packed = v == VX_UK_AP_BP || v == VX_UK_AS_BP;
+    const int a_packed = v == VX_UK_AP_BP || v == VARIANT_APBP_FETCH;
+    const int b_packed = a_packed || v == VX_UK_AS_BP || v == VARIANT_ASBP_FETCH;
     char desc[256];
     snprintf(desc, sizeof desc,
              "kernel %s nr=%d m=%d variant=%s: n=%lld k=%lld alpha=%g beta=%g A%s c_rs=n+%d "
@@ -200,6 +208,20 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
             }
         cr_assert(vt_check_sentinel(bpk + k * nr, 16) < 0, "packed panel written past k * nr: %s", desc);
         free(bpk);
+    } else if (v == VARIANT_APBP_FETCH || v == VARIANT_ASBP_FETCH) {
+        /* rows of 1..4 lines, not on a line, more of them than the kernel
+         * fetches (one per four steps) or none: fetching writes nothing and
+         * changes no result */
+        enum { FETCH_RS = 100 };
+        const int64_t rows = (seed % 3 == 0) ? 0 : k / 4 + 2, row_bytes = 4 + (int64_t)(seed % 4) * 64;
+        float *fetch = malloc(sizeof(float) * (size_t)((rows + 1) * FETCH_RS));
+        for (int64_t i = 0; i < (rows + 1) * FETCH_RS; i++)
+            fetch[i] = (float)i;
+        fam->fetch[v == VARIANT_APBP_FETCH ? VX_UK_AP_BP : VX_UK_AS_BP][m - 1](
+            k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL, fetch + 3, FETCH_RS, rows, row_bytes);
+        for (int64_t i = 0; i < (rows + 1) * FETCH_RS; i++)
+            cr_assert(fetch[i] == (float)i, "fetched rows modified at %lld: %s", (long long)i, desc);
+        free(fetch);
     } else {
         const vx_ukernel_fn *kern = v == VARIANT_BS_FAR ? fam->bs_far : fam->kern[v];
         kern[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL);
@@ -449,6 +471,8 @@ UK_TEST(asbs, VX_UK_AS_BS)
 UK_TEST(asbs_pk, VARIANT_PK)
 UK_TEST(asbs_far, VARIANT_BS_FAR)
 UK_TEST(asbs_pk_far, VARIANT_PK_FAR)
+UK_TEST(apbp_fetch, VARIANT_APBP_FETCH)
+UK_TEST(asbp_fetch, VARIANT_ASBP_FETCH)
 
 /* ------------------------------------------------------------------ */
 /* dyn_gemm with the register tile forced                              */
@@ -531,6 +555,96 @@ static void forced_tile(vx_isa isa, vx_path path)
 VT_ISA_TEST(forced_tile, packed, TMO) { forced_tile(vt_isa, VX_PATH_PACKED); }
 VT_ISA_TEST(forced_tile, pack_b, TMO) { forced_tile(vt_isa, VX_PATH_PACK_B); }
 VT_ISA_TEST(forced_tile, direct, TMO) { forced_tile(vt_isa, VX_PATH_DIRECT); }
+
+/* Plans whose row tiles fetch the next panel of B into L2 (gemm.c,
+ * next_panel_fetch: AVX-512 tiles of two vectors a row or more, over k
+ * blocks of B larger than half of L2): right against the float64
+ * reference, and bit for bit what the same plan computes without the
+ * fetches. Packed plans in one row block (the next k block's and column
+ * block's first panels fetched too) and in several, pack-B plans, and
+ * direct plans with four row tiles or more (B packed on read); B's k
+ * blocks of 2.2-2.8 MB, beyond half of any L2 up to 4 MB. */
+static void fetch_next_case(const vx_gemm_plan *plan, int64_t m, int64_t n, int64_t k, int64_t ldb_pad, float beta,
+                            uint64_t seed, const char *tag)
+{
+    vx_set_num_threads(plan->threads);
+    vx_plan_set_override(plan);
+    vt_case c = vt_case_make(m, n, k);
+    c.seed = seed;
+    c.beta = beta;
+    c.alpha = seed % 2 ? -0.5f : 1.0f;
+    c.cinit = beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
+    c.ldb_pad = ldb_pad;
+    c.tag = tag;
+    vt_check(&c);
+
+    const int64_t ldb = n + ldb_pad;
+    vt_rng rng;
+    vt_rng_seed(&rng, seed);
+    float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * ldb));
+    float *c_on = malloc(sizeof(float) * (size_t)(m * n)), *c_off = malloc(sizeof(float) * (size_t)(m * n));
+    cr_assert(a && b && c_on && c_off, "out of memory: %s", tag);
+    for (int64_t i = 0; i < m * k; i++)
+        a[i] = vt_rng_float(&rng);
+    for (int64_t i = 0; i < k * ldb; i++)
+        b[i] = vt_rng_float(&rng);
+    for (int64_t i = 0; i < m * n; i++)
+        c_on[i] = c_off[i] = vt_rng_float(&rng);
+    cr_assert_eq(dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, m, n, k, c.alpha, a, k, b, ldb, beta, c_on, n),
+                 VX_OK, "%s", tag);
+    vx_gemm_set_fetch_next(0);
+    cr_assert_eq(dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, m, n, k, c.alpha, a, k, b, ldb, beta, c_off, n),
+                 VX_OK, "%s", tag);
+    vx_gemm_set_fetch_next(1);
+    for (int64_t i = 0; i < m * n; i++)
+        cr_assert(memcmp(&c_on[i], &c_off[i], sizeof(float)) == 0,
+                  "C[%lld][%lld] %.9g with the fetches, %.9g without: %s", (long long)(i / n), (long long)(i % n),
+                  (double)c_on[i], (double)c_off[i], tag);
+    free(a);
+    free(b);
+    free(c_on);
+    free(c_off);
+    vx_plan_set_override(NULL);
+}
+
+Test(fetch_next, same_result_with_and_without, .timeout = TMO)
+{
+    if (!vt_cpu_has(VX_ISA_AVX512))
+        cr_skip_test("this CPU (%s) lacks avx512: the fetching plans run on AVX-512 only", vx_hw()->cpu_model);
+    const vx_ukernel_set *set = vx_ukernels(VX_ISA_AVX512);
+    uint64_t seed = 9700;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr, mr = set->families[f].mr_max;
+        if (nr < 2 * set->vec_floats)
+            continue;
+        char tag[160];
+        /* packed, one row block, one thread: 3 k blocks (the last short),
+         * the last panel ragged; then two column cells, two threads */
+        const vx_gemm_plan one = { .path = VX_PATH_PACKED, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 300,
+                                   .nc = 1024, .threads_m = 1, .threads_n = 1, .threads = 1 };
+        snprintf(tag, sizeof tag, "fetch next: packed %dx%d, one row block, kc 300, nc 1024", mr, nr);
+        fetch_next_case(&one, 4 * mr + 3, 2 * 1024 + nr / 2 + 1, 700, 0, 0.0f, seed++, tag);
+        const vx_gemm_plan two = { .path = VX_PATH_PACKED, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 500,
+                                   .nc = 1408, .threads_m = 1, .threads_n = 2, .threads = 2 };
+        snprintf(tag, sizeof tag, "fetch next: packed %dx%d, 1 x 2, kc 500, ldb + 5", mr, nr);
+        fetch_next_case(&two, 3 * mr + 1, 2 * 1400 + 7, 520, 5, 0.3f, seed++, tag);
+        /* several row blocks (A's block past L2 would also do): mc = 2 tiles */
+        const vx_gemm_plan rows = { .path = VX_PATH_PACKED, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 700,
+                                    .mc = 2 * mr, .nc = 1024, .threads_m = 1, .threads_n = 1, .threads = 1 };
+        snprintf(tag, sizeof tag, "fetch next: packed %dx%d, row blocks of %d", mr, nr, 2 * mr);
+        fetch_next_case(&rows, 7 * mr + 2, 1000 + 3, 700, 0, 1.0f, seed++, tag);
+        /* pack-B and direct: B packed on read by the first row tile */
+        const vx_gemm_plan pb = { .path = VX_PATH_PACK_B, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 700,
+                                  .threads_m = 1, .threads_n = 1, .threads = 1 };
+        snprintf(tag, sizeof tag, "fetch next: pack_b %dx%d", mr, nr);
+        fetch_next_case(&pb, 5 * mr + 1, 1000 + 9, 700, 0, 0.0f, seed++, tag);
+        const vx_gemm_plan dir = { .path = VX_PATH_DIRECT, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 350,
+                                   .threads_m = 1, .threads_n = 1, .threads = 1 };
+        snprintf(tag, sizeof tag, "fetch next: direct %dx%d, kc 350", mr, nr);
+        fetch_next_case(&dir, 6 * mr - 1, 1000 + 1, 700, 0, 0.3f, seed++, tag);
+    }
+    vx_set_num_threads(0);
+}
 
 /* B's rows a multiple of 4 KiB apart (ldb 1024, 2048, 3072 floats) fall in
  * one L1 set each, and the kernels reading them in place fetch into L2

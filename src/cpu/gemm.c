@@ -1,6 +1,7 @@
 #include "cpu/gemm.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "cpu/dot.h"
 #include "cpu/gemv.h"
@@ -231,6 +232,71 @@ static int64_t rows_strip_cols(int64_t kb, int nr)
     return cols > nr ? cols : nr;
 }
 
+/* The next panel's rows of B, fetched into L2 while this panel's row tiles
+ * run, a share by each tile's kernel (the fetch kernels): the pk kernel
+ * that packs the panel then reads them from L2. Without, its own fetches
+ * (16 rows ahead, into L1) wait on L3 or DRAM: 4 x 64 over 768 rows of B
+ * 9 KiB apart took 14 us more than a plain tile (about 14 GB/s, what the
+ * L1's misses in flight carry at that latency) against 1.2 us more with
+ * the rows in L2. */
+typedef struct {
+    const float *b;    /* the next panel's first row, at its first column */
+    int64_t b_rs, row_bytes;
+    int64_t rows, tiles, tile, row; /* rows to fetch, over `tiles` calls */
+} next_panel_fetch;
+
+static atomic_int g_fetch_next = 1;
+
+void vx_gemm_set_fetch_next(int on) { atomic_store(&g_fetch_next, on != 0); }
+
+/* Whether a job's cells fetch the next panel (next_panel_fetch) over k
+ * blocks of kb rows and `cols` columns of B: where the block is larger
+ * than half of L2 (within it, the rows are there already), with tiles of
+ * two vectors a row or more. The fetches take load slots, which tiles of
+ * one vector a row (a broadcast load per FMA) are short of. Against the
+ * kernels without them, in one process (two AMD Zen 4 cores): 8 x 16
+ * ran 272x2304x768 4 % slower, 1517x3267x174 3-5 %, 98x590x163 (B in L2)
+ * 4 %; 8 x 48 and 6 x 64 within 1 %; the BERT layers 0.994-0.996 of the
+ * time (geomean, three runs), 80x768x3072 0.94-0.97. The AVX2 kernels
+ * (VORTEX_ISA=avx2 on that host) read 0.99-1.03 of the time over the BERT
+ * layers in three runs, a loss as likely as a gain: they go without. */
+static int fetches_next_panel(const job *J, int64_t kb, int64_t cols)
+{
+    return J->plan->isa == VX_ISA_AVX512 && J->fam->nr >= 2 * vx_ukernels(J->plan->isa)->vec_floats &&
+           (double)kb * (double)cols * sizeof(float) > (double)unit_l2_bytes() / 2.0;
+}
+
+/* The panel of B's rows [p0, p0 + rows), columns [col0, col0 + cols), to
+ * fetch over `tiles` kernel calls (none where !on). */
+static void next_panel_fetch_init(next_panel_fetch *f, const vx_gemm_args *g, const item_view *v, int on,
+                                  int64_t p0, int64_t rows, int64_t col0, int64_t cols, int64_t tiles)
+{
+    f->rows = on && atomic_load_explicit(&g_fetch_next, memory_order_relaxed) && g->b_cs == 1 && rows > 0 && cols > 0 && tiles > 0 ? rows : 0;
+    f->b = v->b + p0 * g->b_rs + col0;
+    f->b_rs = g->b_rs;
+    f->row_bytes = cols * (int64_t)sizeof(float);
+    f->tiles = tiles;
+    f->tile = 0;
+    f->row = 0;
+}
+
+/* The rows the next tile's kernel fetches (from *first on): an even share,
+ * at most one per four of its kb steps (the kernel's pace). */
+static int64_t next_panel_share(next_panel_fetch *f, int64_t kb, const float **first)
+{
+    if (f->row >= f->rows)
+        return 0;
+    int64_t end = (f->rows * ++f->tile + f->tiles - 1) / f->tiles;
+    if (end - f->row > kb / 4)
+        end = f->row + kb / 4;
+    if (end > f->rows)
+        end = f->rows;
+    *first = f->b + f->row * f->b_rs;
+    const int64_t n = end - f->row;
+    f->row = end;
+    return n;
+}
+
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir
  * (ic / strip / ir / jr where walks_rows). Each B micro-panel (kc x nr) is
  * reused by every A panel of the L2-resident A block before the next one
@@ -253,6 +319,7 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     const float *a_pre = mc % mr == 0 ? v->a_panels : NULL;
     const int a_in_place = !a_pre && reads_a_in_place(g, mr), b_on_read = packs_b_on_read(g);
     const vx_ukernel_fn *kern = J->fam->kern[a_in_place ? VX_UK_AS_BP : VX_UK_AP_BP];
+    const vx_ukernel_fetch_fn *kern_fetch = J->fam->fetch[a_in_place ? VX_UK_AS_BP : VX_UK_AP_BP];
     const vx_ukernel_pk_fn *kern_pk = b_on_read ? pk_kernels(J, b_fetched_far(g)) : NULL;
     /* A's strides for the kernels: in place, the matrix's; packed, the
      * packed kernels take none */
@@ -335,15 +402,37 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                                         epilogue_at(g, v, last_k, ic, jc + jr, &epb), bpan);
                         ir = mm;
                     }
+                    /* the panel the next pk call packs: the next one of
+                     * this block, else (one block) the next k block's or
+                     * column block's first */
+                    next_panel_fetch nf;
+                    const int64_t tiles = (mb - ir + mr - 1) / mr;
+                    const int fetch = b_on_read && ic == m0 && fetches_next_panel(J, kb, nb);
+                    if (jr + nr < nb)
+                        next_panel_fetch_init(&nf, g, v, fetch, pc, kb, jc + jr + nr, min64(nr, nb - jr - nr),
+                                              tiles);
+                    else if (pc + kb < g->k)
+                        next_panel_fetch_init(&nf, g, v, fetch && one_block, pc + kb, min64(kc, g->k - pc - kb), jc,
+                                              min64(nr, nb), tiles);
+                    else
+                        next_panel_fetch_init(&nf, g, v, fetch && one_block, 0, min64(kc, g->k), jc + nb,
+                                              min64(nr, n1 - jc - nb), tiles);
                     for (; ir < mb; ir += mr) {
                         const int64_t mm = min64(mr, mb - ir);
+                        const float *fetch = NULL;
+                        const int64_t fetch_rows = next_panel_share(&nf, kb, &fetch);
                         /* a packed panel starts mr * kb floats after the last (packed
                          * already: mr * k, its k block at pc * mm) */
                         const float *apan = a_in_place ? ablk + ir * g->a_rs
                                             : a_pre    ? a_pre + (ic + ir) * g->k + pc * mm
                                                        : ap + ir * kb;
-                        kern[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn, g->alpha,
-                                     beta, epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb));
+                        const vx_epilogue *ep = epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb);
+                        if (fetch_rows > 0)
+                            kern_fetch[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn,
+                                               g->alpha, beta, ep, fetch, nf.b_rs, fetch_rows, nf.row_bytes);
+                        else
+                            kern[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn, g->alpha,
+                                         beta, ep);
                     }
                 }
             }
@@ -508,14 +597,30 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
             const vx_ukernel_fn *kern = copied ? kern_bp : kern_bs;
             if (copied && !on_read && !pre)
                 load_b(g, v, pc, kb, j0, nn, nr, bp);
+            /* on_read: the panel the next pk call packs (next_panel_fetch) */
+            next_panel_fetch nf;
+            const int64_t tiles = (m1 - i0 + mr - 1) / mr;
+            const int fetch = on_read && fetches_next_panel(J, kb, n1 - n0);
+            if (j0 + nr < n1)
+                next_panel_fetch_init(&nf, g, v, fetch, pc, kb, j0 + nr, min64(nr, n1 - j0 - nr), tiles);
+            else
+                next_panel_fetch_init(&nf, g, v, fetch, pc + kb, min64(kc, g->k - pc - kb), n0, min64(nr, n1 - n0),
+                                      tiles);
             for (; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
                 if (fetch_a && i0 + FETCH_AHEAD * mr < m1)
                     fetch_a_rows(g, apan + (i0 + FETCH_AHEAD * mr) * g->a_rs, min64(mr, m1 - i0 - FETCH_AHEAD * mr),
                                  kb);
-                kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
-                             v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta,
-                             epilogue_at(g, v, last_k, i0, j0, &epb));
+                const vx_epilogue *ep = epilogue_at(g, v, last_k, i0, j0, &epb);
+                const float *fetch = NULL;
+                const int64_t fetch_rows = copied ? next_panel_share(&nf, kb, &fetch) : 0;
+                if (fetch_rows > 0)
+                    J->fam->fetch[VX_UK_AS_BP][mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
+                                                       v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta, ep,
+                                                       fetch, nf.b_rs, fetch_rows, nf.row_bytes);
+                else
+                    kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs, v->c + i0 * g->c_rs + j0,
+                                 g->c_rs, nn, g->alpha, beta, ep);
             }
         }
     }

@@ -79,6 +79,11 @@ int64_t vx_gemm_stream_b_max(void);
  * past the caches (gemm.c, streams_c); negative restores the default. */
 void vx_gemm_set_stream_bytes(int64_t bytes);
 
+/* Whether packed plans fetch the next panel of B into L2 as their row tiles
+ * run (gemm.c, next_panel_fetch; on by default). Off: the same arithmetic
+ * without the fetches, for tests and comparisons. */
+void vx_gemm_set_fetch_next(int on);
+
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */
 vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used);
 

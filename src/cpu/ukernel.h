@@ -64,6 +64,17 @@ typedef void (*vx_ukernel_pk_fn)(int64_t k, const float *a, int64_t a_rs, int64_
                                  const float *b, int64_t b_rs, float *c, int64_t c_rs,
                                  int64_t n, float alpha, float beta, const vx_epilogue *ep, float *bpk);
 
+/* A packed-B kernel (packed or strided A) that also fetches fetch_rows
+ * rows of row_bytes bytes (at most 256), fetch_rs floats apart from fetch,
+ * into L2 while it runs, one row every four k steps: the rows of B's next
+ * panel, which the pk kernel of the next column tile packs (gemm.c,
+ * run_packed). */
+typedef void (*vx_ukernel_fetch_fn)(int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
+                                    const float *b, int64_t b_rs, float *c, int64_t c_rs,
+                                    int64_t n, float alpha, float beta, const vx_epilogue *ep,
+                                    const float *fetch, int64_t fetch_rs, int64_t fetch_rows,
+                                    int64_t row_bytes);
+
 typedef struct {
     int nr;                                /* columns: a multiple of the vector width */
     int mr_max;                            /* most rows the register file allows */
@@ -76,6 +87,9 @@ typedef struct {
      * b_rows_alias_in_l1) */
     const vx_ukernel_fn *bs_far;
     const vx_ukernel_pk_fn *pk_far;
+    /* kern[VX_UK_AP_BP] and kern[VX_UK_AS_BP], fetching rows as they run:
+     * fetch[v][m-1] for v = VX_UK_AP_BP, VX_UK_AS_BP */
+    const vx_ukernel_fetch_fn *fetch[2];
 } vx_ukernel_family;
 
 typedef struct {
