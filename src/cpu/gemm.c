@@ -271,8 +271,10 @@ static int fetches_next_panel(const job *J, int64_t kb, int64_t cols)
 static void next_panel_fetch_init(next_panel_fetch *f, const vx_gemm_args *g, const item_view *v, int on,
                                   int64_t p0, int64_t rows, int64_t col0, int64_t cols, int64_t tiles)
 {
-    f->rows = on && atomic_load_explicit(&g_fetch_next, memory_order_relaxed) && g->b_cs == 1 && rows > 0 && cols > 0 && tiles > 0 ? rows : 0;
-    f->b = v->b + p0 * g->b_rs + col0;
+    const int fetching = on && atomic_load_explicit(&g_fetch_next, memory_order_relaxed) && g->b_cs == 1 &&
+                         rows > 0 && cols > 0 && tiles > 0;
+    f->rows = fetching ? rows : 0;
+    f->b = fetching ? v->b + p0 * g->b_rs + col0 : v->b;
     f->b_rs = g->b_rs;
     f->row_bytes = cols * (int64_t)sizeof(float);
     f->tiles = tiles;
@@ -407,20 +409,20 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                      * column block's first */
                     next_panel_fetch nf;
                     const int64_t tiles = (mb - ir + mr - 1) / mr;
-                    const int fetch = b_on_read && ic == m0 && fetches_next_panel(J, kb, nb);
+                    const int fetching = b_on_read && ic == m0 && fetches_next_panel(J, kb, nb);
                     if (jr + nr < nb)
-                        next_panel_fetch_init(&nf, g, v, fetch, pc, kb, jc + jr + nr, min64(nr, nb - jr - nr),
+                        next_panel_fetch_init(&nf, g, v, fetching, pc, kb, jc + jr + nr, min64(nr, nb - jr - nr),
                                               tiles);
                     else if (pc + kb < g->k)
-                        next_panel_fetch_init(&nf, g, v, fetch && one_block, pc + kb, min64(kc, g->k - pc - kb), jc,
-                                              min64(nr, nb), tiles);
+                        next_panel_fetch_init(&nf, g, v, fetching && one_block, pc + kb, min64(kc, g->k - pc - kb),
+                                              jc, min64(nr, nb), tiles);
                     else
-                        next_panel_fetch_init(&nf, g, v, fetch && one_block, 0, min64(kc, g->k), jc + nb,
+                        next_panel_fetch_init(&nf, g, v, fetching && one_block, 0, min64(kc, g->k), jc + nb,
                                               min64(nr, n1 - jc - nb), tiles);
                     for (; ir < mb; ir += mr) {
                         const int64_t mm = min64(mr, mb - ir);
-                        const float *fetch = NULL;
-                        const int64_t fetch_rows = next_panel_share(&nf, kb, &fetch);
+                        const float *fetch_from = NULL;
+                        const int64_t fetch_rows = next_panel_share(&nf, kb, &fetch_from);
                         /* a packed panel starts mr * kb floats after the last (packed
                          * already: mr * k, its k block at pc * mm) */
                         const float *apan = a_in_place ? ablk + ir * g->a_rs
@@ -429,7 +431,7 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                         const vx_epilogue *ep = epilogue_at(g, v, last_k, ic + ir, jc + jr, &epb);
                         if (fetch_rows > 0)
                             kern_fetch[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn,
-                                               g->alpha, beta, ep, fetch, nf.b_rs, fetch_rows, nf.row_bytes);
+                                               g->alpha, beta, ep, fetch_from, nf.b_rs, fetch_rows, nf.row_bytes);
                         else
                             kern[mm - 1](kb, apan, a_rs, a_cs, bpan, nr, cc + ir * g->c_rs, g->c_rs, nn, g->alpha,
                                          beta, ep);
@@ -600,24 +602,24 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
             /* on_read: the panel the next pk call packs (next_panel_fetch) */
             next_panel_fetch nf;
             const int64_t tiles = (m1 - i0 + mr - 1) / mr;
-            const int fetch = on_read && fetches_next_panel(J, kb, n1 - n0);
+            const int fetching = on_read && fetches_next_panel(J, kb, n1 - n0);
             if (j0 + nr < n1)
-                next_panel_fetch_init(&nf, g, v, fetch, pc, kb, j0 + nr, min64(nr, n1 - j0 - nr), tiles);
+                next_panel_fetch_init(&nf, g, v, fetching, pc, kb, j0 + nr, min64(nr, n1 - j0 - nr), tiles);
             else
-                next_panel_fetch_init(&nf, g, v, fetch, pc + kb, min64(kc, g->k - pc - kb), n0, min64(nr, n1 - n0),
-                                      tiles);
+                next_panel_fetch_init(&nf, g, v, fetching, pc + kb, min64(kc, g->k - pc - kb), n0,
+                                      min64(nr, n1 - n0), tiles);
             for (; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
                 if (fetch_a && i0 + FETCH_AHEAD * mr < m1)
                     fetch_a_rows(g, apan + (i0 + FETCH_AHEAD * mr) * g->a_rs, min64(mr, m1 - i0 - FETCH_AHEAD * mr),
                                  kb);
                 const vx_epilogue *ep = epilogue_at(g, v, last_k, i0, j0, &epb);
-                const float *fetch = NULL;
-                const int64_t fetch_rows = copied ? next_panel_share(&nf, kb, &fetch) : 0;
+                const float *fetch_from = NULL;
+                const int64_t fetch_rows = copied ? next_panel_share(&nf, kb, &fetch_from) : 0;
                 if (fetch_rows > 0)
                     J->fam->fetch[VX_UK_AS_BP][mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs,
                                                        v->c + i0 * g->c_rs + j0, g->c_rs, nn, g->alpha, beta, ep,
-                                                       fetch, nf.b_rs, fetch_rows, nf.row_bytes);
+                                                       fetch_from, nf.b_rs, fetch_rows, nf.row_bytes);
                 else
                     kern[mm - 1](kb, apan + i0 * g->a_rs, g->a_rs, g->a_cs, bpan, b_rs, v->c + i0 * g->c_rs + j0,
                                  g->c_rs, nn, g->alpha, beta, ep);
