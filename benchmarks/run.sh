@@ -20,11 +20,13 @@
 #                  tscompiler_bert conv/deepbench conv/cnn; without runner
 #                  args (and without --quick) it runs them on the full
 #                  run's budget, --target-seconds 0.2 --case-seconds 3
-#                  --passes 2 --min-reps 2 (on the 2-core AMD guest of
+#                  --passes 3 --min-reps 2 (on the 2-core AMD guest of
 #                  RESULTS.md: 84 minutes, measured suite by suite, on a
 #                  day it ran 2.5x slower than on 2026-11-23, so an
 #                  estimated 34 minutes at that day's speed; NOTES.md has
-#                  the timings)
+#                  the timings; on the AVX-512 Zen 4 guest, 2026-11-28,
+#                  with two passes: 39 minutes with conv/cnn cut at 8, and
+#                  8 more for conv/cnn's NHWC half)
 #   --quick        the deterministic --quick subset of each suite, less time
 #                  per case (all of 'paper' in about 5 minutes on 2 cores)
 #   --mode M       steady, dynamic or both (default both)
@@ -82,8 +84,11 @@ case "$mode" in steady|dynamic|both) ;; *) die "--mode takes steady, dynamic or 
 [ ${#suites[@]} -gt 0 ] || suites=(square bert small)
 # The full run's budget: the runners' own defaults (0.25-0.5 s per library
 # and case, 5 passes) took 92 minutes for all eight suites on 2026-11-23.
+# Three dynamic passes, not two: the median of two is their mean, and one
+# pass that met a stall of the guest (1-2 ms) put Vortex at 0.10-0.33x of
+# oneDNN on cases where nine passes read 1.5-2.0x (2026-11-28, RESULTS.md).
 if [ "$paper_asked" = 1 ] && [ ${#extra[@]} -eq 0 ] && [ ${#quick[@]} -eq 0 ]; then
-    extra=(--target-seconds 0.2 --case-seconds 3 --passes 2 --min-reps 2)
+    extra=(--target-seconds 0.2 --case-seconds 3 --passes 3 --min-reps 2)
     echo "run.sh: paper suites on the full run's budget: ${extra[*]} (pass runner args after -- to change it)"
 fi
 case "$build" in /*) ;; *) build=$PWD/$build ;; esac
