@@ -64,6 +64,16 @@ static int num_at(json_t *a, size_t i, double lo, double hi, double *out)
     return finite_in(json_array_get(a, i), lo, hi, out);
 }
 
+/* root[key], an object of entries per ISA, or NULL where absent. Present
+ * but not an object: VX_ERR_INVALID_ARG in *s, with the reason. */
+static json_t *isa_object(json_t *root, const char *key, const char *path, char *why, size_t len, vx_status *s)
+{
+    json_t *o = json_object_get(root, key);
+    *s = o && !json_is_object(o) ? say(VX_ERR_INVALID_ARG, why, len, "%s: \"%s\" is not an object", path, key)
+                                 : VX_OK;
+    return *s == VX_OK ? o : NULL;
+}
+
 /* Sane ranges: wide enough for any real machine, narrow enough that a value
  * outside them is damage, not a measurement. */
 #define RATE_O_MAX 1e6   /* ns per micro-kernel call beyond the k loop */
@@ -184,11 +194,9 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
     const char *created = json_string_value(json_object_get(root, "created"));
     snprintf(n.created, sizeof n.created, "%s", created ? created : "");
 
-    json_t *l0 = json_object_get(root, "l0");
-    if (l0 && !json_is_object(l0)) {
-        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"l0\" is not an object", path);
+    json_t *l0 = isa_object(root, "l0", path, why, len, &s);
+    if (s != VX_OK)
         goto out;
-    }
     for (int isa = 0; l0 && isa < VX_ISA_COUNT; isa++) {
         json_t *arr = json_object_get(l0, isa_key[isa]);
         if (arr && (s = read_l0(arr, (vx_isa)isa, &n, fwhy, sizeof fwhy)) != VX_OK) {
@@ -223,11 +231,9 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
     /* added after version 2 files were written: optional, absent = not measured */
     for (int which = 0; which < 2; which++) {
         const char *key = which ? "packed_probe" : "inplace_probe_extra";
-        json_t *probe = json_object_get(root, key);
-        if (probe && !json_is_object(probe)) {
-            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"%s\" is not an object", path, key);
+        json_t *probe = isa_object(root, key, path, why, len, &s);
+        if (s != VX_OK)
             goto out;
-        }
         for (int isa = 0; probe && isa < VX_ISA_COUNT; isa++) {
             json_t *e = json_object_get(probe, isa_key[isa]);
             if (!e)
@@ -247,11 +253,9 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         }
     }
     /* added after version 2 files were written: optional, absent = not measured */
-    json_t *rows = json_object_get(root, "gemv_rows_ns_per_flop");
-    if (rows && !json_is_object(rows)) {
-        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"gemv_rows_ns_per_flop\" is not an object", path);
+    json_t *rows = isa_object(root, "gemv_rows_ns_per_flop", path, why, len, &s);
+    if (s != VX_OK)
         goto out;
-    }
     for (int isa = 0; rows && isa < VX_ISA_COUNT; isa++) {
         json_t *e = json_object_get(rows, isa_key[isa]);
         if (!e)
