@@ -22,6 +22,7 @@
 #include "analyzer/hw.h"
 #include "analyzer/tune.h"
 #include "cpu/cpu_levels.h"
+#include "cpu/cpu_tune.h"
 #include "ref.h"
 
 /* ------------------------------------------------------------------ */
@@ -778,4 +779,16 @@ Test(tune, call_fit_takes_o_from_the_short_calls)
         y[i] = 0.5 * p_true * x[i];
     vx_tune_fit_call(x, y, 5, 2, &o, &p);
     cr_expect(o == 0.0, "call cost %g, want 0 when short calls run under the slope", o);
+}
+
+/* The L3 probes read half a core's share of L3, but never more than eight
+ * L2s: a guest told of a 480 MiB L3 (240 MiB a core, 2 MiB L2) read DRAM
+ * through a 120 MiB probe, and the model priced L3 at DRAM's rate. */
+Test(tune, l3_probe_stays_within_eight_l2s)
+{
+    const int64_t MiB = 1 << 20;
+    cr_expect_eq(vx_cpu_tune_l3_probe_bytes(16 * MiB, 1 * MiB), 8 * MiB, "AMD Zen 4 guest: half its share");
+    cr_expect_eq(vx_cpu_tune_l3_probe_bytes(240 * MiB, 2 * MiB), 16 * MiB, "a huge reported L3: eight L2s");
+    cr_expect_eq(vx_cpu_tune_l3_probe_bytes(4 * MiB, 512 * 1024), 2 * MiB, "small share: half of it");
+    cr_expect_eq(vx_cpu_tune_l3_probe_bytes(64 * MiB, 0), 32 * MiB, "unknown L2: no bound");
 }

@@ -61,6 +61,24 @@ enum { NK = 5, NK_SHORT = 2 };
 static const int64_t k_points[NK] = { 4, 12, 32, 128, 384 };
 enum { K_MAX = 384, MR_LIMIT = 32, NR_LIMIT = 128, C_TILES = 512 };
 
+/* The L3 probes read at most this many L2s (vx_cpu_tune_l3_probe_bytes). */
+enum { L3_PROBE_L2S = 8 };
+
+/* A guest may be told of an L3 far larger than what it reads at L3 speed:
+ * an Intel Xeon KVM guest with 2 cores saw 480 MiB (240 a core) and read
+ * 28-31 GB/s over 4-64 MiB, 19 at 128 MiB and 15 at 256 (DRAM's rate), so
+ * the 120 MiB probe (half a core's share) measured DRAM and priced every
+ * L3-resident operand at DRAM speed (NOTES.md, thirty-third session).
+ * Eight L2s keep the 8 MiB the AMD Zen 4 guests (1 MiB L2, 16 MiB of L3 a
+ * core) read before. */
+int64_t vx_cpu_tune_l3_probe_bytes(int64_t l3_share, int64_t l2_bytes)
+{
+    int64_t bytes = l3_share / 2;
+    if (l2_bytes > 0 && bytes > L3_PROBE_L2S * l2_bytes)
+        bytes = L3_PROBE_L2S * l2_bytes;
+    return bytes;
+}
+
 /* Each kernel is timed where the blocked loops run it: one B panel (k x nr)
  * reused against a sequence of distinct A panels that together fill a
  * quarter of L2, each with its own C tile, so A streams from L2 and the
@@ -566,6 +584,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const size_t c_floats = (size_t)(B.a_floats / k_points[0] + MR_LIMIT) * NR_LIMIT;
     B.c = aligned(sizeof(float) * c_floats);
     const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
+    const int64_t l3_probe = vx_cpu_tune_l3_probe_bytes(l3_share, hw->l2_bytes);
     size_t big_bytes = (size_t)(hw->l3_bytes > 0 ? 4 * hw->l3_bytes : 64 * hw->l2_bytes);
     if (big_bytes < ((size_t)256 << 20))
         big_bytes = (size_t)256 << 20;
@@ -674,14 +693,14 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     step(&pr, "L2 read bandwidth");
     t->bw_l2 = read_bw(big, (size_t)hw->l2_bytes / 2, passes * 20);
     step(&pr, "L3 read bandwidth");
-    t->bw_l3 = l3_share > 0 ? read_bw(big, (size_t)l3_share / 2, passes * 4) : t->bw_l2;
+    t->bw_l3 = l3_share > 0 ? read_bw(big, (size_t)l3_probe, passes * 4) : t->bw_l2;
     step(&pr, "strided panel read bandwidth");
     /* a 384-deep panel with rows 8 KiB apart (2048 floats: a common layer
      * width, and the worst case for set aliasing) */
     t->bw_strided = strided_walk_bw(big, 384, 8192, 384, 1, 16, passes * 4);
     /* the first pass over far-apart rows from L3, k block by k block
      * (256 rows, the middle of the kc candidates) */
-    t->bw_stride_stream = strided_walk_bw(big, (size_t)(l3_share > 0 ? l3_share / 2 : 64 * hw->l2_bytes) / 8192,
+    t->bw_stride_stream = strided_walk_bw(big, (size_t)(l3_share > 0 ? l3_probe : 64 * hw->l2_bytes) / 8192,
                                           8192, 256, 8192 / 64, 1, passes);
     step(&pr, "far-apart rows, more than the TLB keeps");
     {

@@ -21,4 +21,8 @@ typedef struct {
  * Returns VX_OK, or VX_ERR_NO_MEMORY. */
 vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t);
 
+/* The bytes the L3 probes (read bandwidth, the first strided pass) read:
+ * half a core's share of L3 (l3_share bytes), at most eight L2s. */
+int64_t vx_cpu_tune_l3_probe_bytes(int64_t l3_share, int64_t l2_bytes);
+
 #endif
