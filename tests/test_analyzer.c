@@ -885,6 +885,12 @@ VT_ISA_TEST(cost, operand_lives_where_each_units_share_fits, TMO)
     const int l1 = first_of_mode(&d, &c, VX_LOAD_NONE), g12 = grid_of(&c, 1, 2), g11 = grid_of(&c, 1, 1);
     const int lv = d.nmem - 2; /* the level before the last */
     cr_assert(lv >= 1, "%d memory levels", d.nmem);
+    /* at most 16 MiB: B one and a half times the 120 MiB an Intel Xeon
+     * guest counts on (half its 240 MiB share of a 480 MiB L3) has rows
+     * 32 KiB apart, which no level keeps: their strided rate, not the
+     * level's, then prices it */
+    if (d.mem[lv].bytes > ((int64_t)16 << 20))
+        d.mem[lv].bytes = (int64_t)16 << 20;
     /* wide enough that A's one row fits the first level (a 32 MB L3 would
      * otherwise make it 48 KiB) */
     int64_t n = 256;
@@ -1232,13 +1238,17 @@ VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again,
     for (int i = 0; i < d.nmem; i++)
         d.mem[i].line = (int)line;
     /* k = 16, one k block: A (m x 16) within the second level, B within
-     * the first; C (m x 4 n0, 256 row tiles) beyond the second level */
-    const int64_t m = 256 * (int64_t)m0, k = 16;
+     * the first; C (m x 4 n0: the fewest row tiles, a power of two, that
+     * put it beyond the second level: 128 of a 9 x 16 tile) */
+    int64_t tiles = 1;
+    while (e * tiles * m0 * 4 * n0 <= d.mem[1].bytes)
+        tiles *= 2;
+    const int64_t m = tiles * (int64_t)m0, k = 16;
     const vx_problem four = {.m = m, .n = 4 * n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const vx_problem one = {.m = m, .n = n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const vx_problem small = {.m = 8 * m0, .n = 4 * n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     cr_assert(e * m * 4 * n0 > d.mem[1].bytes && e * m * k < d.mem[1].bytes / 2 && e * 8 * m0 * 4 * n0 < d.mem[1].bytes,
-              "the sizes this test needs");
+              "the sizes this test needs (tile %d x %d, %lld row tiles)", m0, n0, (long long)tiles);
     /* a tile's C lines, fetched and written back, against its k loop */
     const int64_t piece = e * n0;
     const double bytes = 2.0 * m0 * ((double)((piece + line - 1) / line) + (piece % line == 0 ? 0.0 : 1.0)) * line;
@@ -1255,9 +1265,9 @@ VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again,
     const double o = vx_cost_price(&d, &c, &one, l1, g11), o_slow = vx_cost_price(&slow, &c, &one, l1, g11);
     const double s = vx_cost_price(&d, &c, &small, l1, g11), s_slow = vx_cost_price(&slow, &c, &small, l1, g11);
     vx_candidates_free(&c);
-    /* 3 passes after the first, 256 row tiles each: each tile waits 10
+    /* 3 passes after the first, `tiles` row tiles each: each tile waits 10
      * loops' worth less one, and 20 less one at half the rate */
-    const double more = 3.0 * 256 * (20.0 * loop - 10.0 * loop);
+    const double more = 3.0 * (double)tiles * (20.0 * loop - 10.0 * loop);
     cr_assert(f > 0 && fabs(f_slow - f - more) <= 0.01 * more,
               "%lldx%dx%lld in place, 4 column tiles: halving C's home rate should add %g ns to %g (got %g)",
               (long long)m, 4 * n0, (long long)k, more, f, f_slow);
