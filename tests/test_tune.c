@@ -209,6 +209,7 @@ static void distinctive(vx_tune *t, double shift)
     t->gemv_rows_ns[VX_ISA_AVX2][0] = 0.015625 + shift / 1000;
     t->gemv_rows_ns[VX_ISA_AVX2][1] = 0.0234375 + shift / 1000;
     t->gemv_rows_ns[VX_ISA_AVX2][2] = 0.03125 + shift / 1000;
+    t->fetch_next_ratio[VX_ISA_AVX512] = 1.0625 + shift / 1000;
     snprintf(t->created, sizeof t->created, "%s", shift == 0 ? CREATED : "2032-01-02T03:04:05Z");
 }
 
@@ -270,6 +271,10 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
             cr_assert(close_rel(want->gemv_rows_ns[isa][r], got->gemv_rows_ns[isa][r]),
                       "%s: gemv_rows_ns_per_flop[%d][%d]: expected %.9g, found %.9g", what, isa, r,
                       want->gemv_rows_ns[isa][r], got->gemv_rows_ns[isa][r]);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        cr_assert(close_rel(want->fetch_next_ratio[isa], got->fetch_next_ratio[isa]),
+                  "%s: fetch_next_ratio[%d]: expected %.9g, found %.9g", what, isa, want->fetch_next_ratio[isa],
+                  got->fetch_next_ratio[isa]);
     expect_same_probes(what, "packed_probe", want->packed_probe, got->packed_probe);
     expect_same_probes(what, "inplace_probe", want->inplace_probe, got->inplace_probe);
     cr_assert_str_eq(got->created, want->created, "%s: created: expected \"%s\", found \"%s\"", what,
@@ -396,6 +401,19 @@ Test(tune, a_file_without_the_few_row_rates_has_none)
               "found %g", saved.line_share_ns, loaded.line_share_ns);
 }
 
+/* The next-panel fetch probe came later too: a file without it loads with
+ * none measured (0: the driver fetches). */
+Test(tune, a_file_without_the_fetch_probe_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("fetch_next_ratio", &saved, &loaded);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        cr_assert_eq(loaded.fetch_next_ratio[isa], 0.0, "fetch_next_ratio[%d]: expected 0, found %g", isa,
+                     loaded.fetch_next_ratio[isa]);
+    cr_assert(close_rel(loaded.line_share_ns, saved.line_share_ns), "line_share_ns: expected %g from the file, "
+              "found %g", saved.line_share_ns, loaded.line_share_ns);
+}
+
 /* ... and a file without the pool's hand-off reading turns the run-time
  * class off (0), whatever the defaults say: its wake_warm_ns was timed
  * as an empty region, against which no reading compares. */
@@ -471,13 +489,14 @@ Test(tune, failed_save_names_the_real_reason)
                   { "line_share_ns", "line_share_ns" },
                   { "line_stream_ns", "line_stream_ns" },
                   { "region_handoff_ns", "region_handoff_ns" },
-                  { "gemv_rows_ns_per_flop[avx2][1]", "gemv_rows_ns_per_flop" } };
+                  { "gemv_rows_ns_per_flop[avx2][1]", "gemv_rows_ns_per_flop" },
+                  { "fetch_next_ratio[avx512]", "fetch_next_ratio" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
                             &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
-                            &bad.gemv_rows_ns[VX_ISA_AVX2][1] };
+                            &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512] };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -633,6 +652,11 @@ Test(tune, every_bad_file_is_refused_cleanly)
                         VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "inplace_probe family beyond the table", "0,\n   1,\n   12345.5",
                         "99,\n   1,\n   12345.5", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "fetch_next_ratio 0", "1.0625", "0", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "fetch_next_ratio 1e300", "1.0625", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "fetch_next_ratio given as a string", "1.0625", "\"1.0625\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "fetch_next_ratio not an object", "\"fetch_next_ratio\": {", "\"fetch_next_ratio\": [{",
+                        VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "call_ns given twice", CALL_TEXT, CALL_TEXT ", \"call_ns\": 1.5", VX_ERR_INVALID_ARG);
 
     scratch_path(path, sizeof path, "no-such-file.json");
@@ -705,6 +729,33 @@ Test(tune, active_falls_back_and_picks_up_a_good_file)
               got_p);
     c.tag = "distinctive tuning file";
     vt_check(&c);
+}
+
+/* The CPU model fetches the next panel where the file's probe found that
+ * the fetches pay (time with them below the time without), or where the
+ * file has no probe; not where they cost. */
+Test(tune, the_fetch_probe_decides_the_next_panel_fetches)
+{
+    static const struct {
+        double ratio;
+        int fetch;
+    } cases[] = { { 1.0625, 0 }, { 0.9375, 1 }, { 0.0, 1 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vx_tune t;
+        distinctive(&t, 0);
+        t.fetch_next_ratio[VX_ISA_AVX512] = cases[i].ratio;
+        char path[600];
+        scratch_path(path, sizeof path, i == 0 ? "fetch0.json" : i == 1 ? "fetch1.json" : "fetch2.json");
+        save_ok(path, &t);
+        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
+        vx_tune_reset();
+        vx_cpu_model_reset();
+        cr_assert_eq(vx_tune_active()->measured, 1, "ratio %g: the file was not taken", cases[i].ratio);
+        const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX512);
+        cr_assert_not_null(M, "no AVX-512 model");
+        cr_assert_eq(M->fetch_next, cases[i].fetch, "fetch_next_ratio %g: expected fetch_next %d, found %d",
+                     cases[i].ratio, cases[i].fetch, M->fetch_next);
+    }
 }
 
 /* ------------------------------------------------------------------ */

@@ -115,6 +115,11 @@ static void summary(const vx_tune *t)
                    isa == VX_ISA_AVX512 ? "avx512" : "avx2", 1.0 / t->gemv_rows_ns[isa][0],
                    t->gemv_rows_ns[isa][1] > 0 ? 1.0 / t->gemv_rows_ns[isa][1] : 0.0,
                    t->gemv_rows_ns[isa][2] > 0 ? 1.0 / t->gemv_rows_ns[isa][2] : 0.0);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (t->fetch_next_ratio[isa] > 0)
+            printf("fetch %-6s next panel of B fetched while the row tiles run: %.3fx the time without, %s\n",
+                   isa == VX_ISA_AVX512 ? "avx512" : "avx2", t->fetch_next_ratio[isa],
+                   t->fetch_next_ratio[isa] < 1.0 ? "on" : "off");
 }
 
 static bar_state g_gpu_bar;

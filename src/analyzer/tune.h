@@ -102,6 +102,11 @@ typedef struct {
      * the caches (0: not measured; the analyzer then estimates it from the
      * GEMM tiles' rate). */
     double gemv_rows_ns[VX_ISA_COUNT][VX_TUNE_GEMV_ROWS];
+    /* The CPU driver's next-panel fetches (cpu/gemm.c, next_panel_fetch)
+     * on the fetch probe, per ISA (optional in the file): its time with
+     * them over its time without, on one thread (0: not measured; the
+     * driver then fetches). Below 1 they pay on this machine. */
+    double fetch_next_ratio[VX_ISA_COUNT];
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

@@ -12,7 +12,8 @@
  *     "wake_ns": ..., "wake_warm_ns": ..., "call_ns": ..., "mode_call_ns": [copy A+B, copy B, in place],
  *     "inplace_probe_extra": { "avx512": [family, m, ns], ... } (optional), "packed_probe": { ... }
  *     (optional, the same), "line_share_ns": ..., "line_stream_ns": ..., "region_handoff_ns": ... (optional),
- *     "gemv_rows_ns_per_flop": { "avx512": [2 rows, 3 rows, 4 rows], ... } (optional) }
+ *     "gemv_rows_ns_per_flop": { "avx512": [2 rows, 3 rows, 4 rows], ... } (optional),
+ *     "fetch_next_ratio": { "avx512": time with / without, ... } (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -270,6 +271,21 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
             goto out;
         }
     }
+    /* added after version 2 files were written: optional, absent = not measured */
+    json_t *fetch = isa_object(root, "fetch_next_ratio", path, why, len, &s);
+    if (s != VX_OK)
+        goto out;
+    for (int isa = 0; fetch && isa < VX_ISA_COUNT; isa++) {
+        json_t *e = json_object_get(fetch, isa_key[isa]);
+        if (!e)
+            continue;
+        if (!json_is_number(e) || !(json_number_value(e) >= 0.1 && json_number_value(e) <= 10.0)) {
+            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"fetch_next_ratio\".%s is not a number in [0.1, 10]", path,
+                    isa_key[isa]);
+            goto out;
+        }
+        n.fetch_next_ratio[isa] = json_number_value(e);
+    }
     /* added after version 2 files were written: optional; a file without
      * the pool's hand-off reading turns the run-time class off (0) */
     n.region_handoff_ns = 0;
@@ -410,6 +426,9 @@ static const char *non_finite(const vx_tune *t)
         for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
             if (!isfinite(t->gemv_rows_ns[isa][r]))
                 return "gemv_rows_ns_per_flop";
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (!isfinite(t->fetch_next_ratio[isa]))
+            return "fetch_next_ratio";
     return NULL;
 }
 
@@ -442,6 +461,11 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
                                     json_pack("[f, f, f]", t->gemv_rows_ns[isa][0], t->gemv_rows_ns[isa][1],
                                               t->gemv_rows_ns[isa][2]));
         json_object_set_new(root, "gemv_rows_ns_per_flop", rows);
+        json_t *fetch = json_object();
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+            if (t->fetch_next_ratio[isa] > 0)
+                json_object_set_new(fetch, isa_key[isa], json_real(t->fetch_next_ratio[isa]));
+        json_object_set_new(root, "fetch_next_ratio", fetch);
     }
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");

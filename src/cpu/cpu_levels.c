@@ -259,6 +259,8 @@ const vx_cpu_model *vx_cpu_model_get(vx_isa isa)
     m = g_model[isa];
     if (!m && (m = calloc(1, sizeof *m))) {
         describe(isa, &m->desc);
+        const double fetch_ratio = vx_tune_active()->fetch_next_ratio[isa];
+        m->fetch_next = !(fetch_ratio > 0) || fetch_ratio < 1.0;
         if (vx_candidates_build(&m->desc, &m->cand) != 0) {
             free(m);
             m = NULL;

@@ -11,6 +11,8 @@
 typedef struct {
     vx_device_desc desc;
     vx_candidates cand;
+    int fetch_next; /* the driver's next-panel fetches pay here (tune.h, fetch_next_ratio;
+                       not measured: they run) */
 } vx_cpu_model;
 
 /* The model for an ISA (thread-safe; built on first use from vx_hw() and

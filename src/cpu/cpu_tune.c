@@ -359,6 +359,68 @@ static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t bi
     t->packed_probe[isa].ns = best;
 }
 
+/* The fetch probe (tune.h, fetch_next_ratio): a pack-B plan with the probe
+ * tile on one thread over VX_PROBE_PACKED_M x VX_PROBE_N x FETCH_PROBE_K
+ * (B 7 MB, hot in L3 from the previous call, as a layer's weights are
+ * between steps), with the driver's next-panel fetches and without, in
+ * turns; the ratio of their median calls. The fetches pay where the
+ * prefetches of B's far-apart rows arrive before the pk kernel reads them
+ * and cost more where they take the slots the kernels' own misses need:
+ * on two AMD Zen 4 cores the BERT layers ran 0.4-0.9 % faster with them; on
+ * an Intel Xeon guest 80x2304x768 (pack-B 6 x 64) ran 9-10 % slower on one
+ * thread, 10-13 % slower for 80-160 rows on two, and 2-9 % slower for the
+ * packed plans that read A in place (NOTES.md, thirty-third session).
+ * k = 768: at 384 the loss there read -5..+2 %, within the noise. */
+enum { FETCH_PROBE_K = 768 };
+
+static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx_tune *t)
+{
+    probe_shape ps;
+    if (isa != VX_ISA_AVX512 || !probe_shape_of(isa, &ps))
+        return;
+    const int64_t M = VX_PROBE_PACKED_M, N = ps.N, K = FETCH_PROBE_K;
+    if (((size_t)(N + M) * (size_t)K + (size_t)M * (size_t)N) * sizeof(float) > big_bytes)
+        return;
+    float *b = big, *a = big + (size_t)N * (size_t)K, *c = a + (size_t)M * (size_t)K;
+    vx_gemm_plan plan = { 0 };
+    plan.isa = isa;
+    plan.path = VX_PATH_PACK_B;
+    plan.family = ps.f;
+    plan.mr = PROBE_M;
+    plan.nr = ps.nr;
+    plan.kc = K;
+    plan.threads_m = plan.threads_n = plan.threads = 1;
+    const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
+    enum { MOST = 64 };
+    const int samples = 4 * passes < MOST ? 4 * passes : MOST;
+    double v[2][MOST];
+    int got = 0;
+    for (; got < samples; got++)
+        for (int on = 0; on < 2; on++) {
+            vx_gemm_set_fetch_next(on ? 2 : 0);
+            /* each timed call after one with the same setting: what a
+             * setting leaves in the caches is part of its cost (calls
+             * alternated one by one put the medians 1-2 % apart on the
+             * Intel guest, after a call of their own 3-8 %) */
+            double t0 = 0;
+            vx_status st = vx_cpu_gemm(&g, &plan, NULL);
+            if (st == VX_OK) {
+                t0 = now_ns();
+                st = vx_cpu_gemm(&g, &plan, NULL);
+            }
+            if (st != VX_OK) {
+                vx_gemm_set_fetch_next(1);
+                return;
+            }
+            v[on][got] = now_ns() - t0;
+        }
+    vx_gemm_set_fetch_next(1);
+    /* medians: the best calls of the two moved from 2 % apart to 8 % from
+     * one tune to the next; over 32 samples the medians read 1.03-1.07
+     * in four tunes out of four there */
+    t->fetch_next_ratio[isa] = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
+}
+
 /* The few-row matrix-vector kernel (tune.h, gemv_rows_ns): a matrix of
  * ROWS_LEN x ROWS_K floats (480 KiB: in L2 after the first pass), its sums
  * kept in L1 as for a matrix in the caches (vx_gemv_pass_floats); ns per
@@ -571,7 +633,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 11 };
+    enum { OTHER_STEPS = 12 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -742,6 +804,11 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (isa_runs(hw, isa))
             inplace_probe((vx_isa)isa, hw, big, big_bytes, passes, t), packed_probe((vx_isa)isa, hw, big, big_bytes, passes, t);
+
+    step(&pr, "next-panel fetches");
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (isa_runs(hw, isa))
+            fetch_probe((vx_isa)isa, big, big_bytes, passes, t);
 
     step(&pr, "few-row matrix-vector kernel");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)

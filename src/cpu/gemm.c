@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "cpu/dot.h"
+#include "cpu/cpu_levels.h"
 #include "cpu/gemv.h"
 #include "cpu/pack.h"
 #include "cpu/resident.h"
@@ -247,7 +248,7 @@ typedef struct {
 
 static atomic_int g_fetch_next = 1;
 
-void vx_gemm_set_fetch_next(int on) { atomic_store(&g_fetch_next, on != 0); }
+void vx_gemm_set_fetch_next(int mode) { atomic_store(&g_fetch_next, mode < 0 ? 0 : mode > 2 ? 2 : mode); }
 
 /* Whether a job's cells fetch the next panel (next_panel_fetch) over k
  * blocks of kb rows and `cols` columns of B: where the block is larger
@@ -259,11 +260,20 @@ void vx_gemm_set_fetch_next(int on) { atomic_store(&g_fetch_next, on != 0); }
  * 4 %; 8 x 48 and 6 x 64 within 1 %; the BERT layers 0.994-0.996 of the
  * time (geomean, three runs), 80x768x3072 0.94-0.97. The AVX2 kernels
  * (VORTEX_ISA=avx2 on that host) read 0.99-1.03 of the time over the BERT
- * layers in three runs, a loss as likely as a gain: they go without. */
+ * layers in three runs, a loss as likely as a gain: they go without. An
+ * Intel Xeon guest lost 2-13 % with them (cpu_tune.c, fetch_probe): the
+ * tune decides. */
 static int fetches_next_panel(const job *J, int64_t kb, int64_t cols)
 {
-    return J->plan->isa == VX_ISA_AVX512 && J->fam->nr >= 2 * vx_ukernels(J->plan->isa)->vec_floats &&
-           (double)kb * (double)cols * sizeof(float) > (double)unit_l2_bytes() / 2.0;
+    if (J->plan->isa != VX_ISA_AVX512 || J->fam->nr < 2 * vx_ukernels(J->plan->isa)->vec_floats ||
+        (double)kb * (double)cols * sizeof(float) <= (double)unit_l2_bytes() / 2.0)
+        return 0;
+    /* and where the tune found that they pay (cpu_tune.c, fetch_probe),
+     * unless told to fetch regardless */
+    if (atomic_load_explicit(&g_fetch_next, memory_order_relaxed) == 2)
+        return 1;
+    const vx_cpu_model *M = vx_cpu_model_get(J->plan->isa);
+    return !M || M->fetch_next;
 }
 
 /* The panel of B's rows [p0, p0 + rows), columns [col0, col0 + cols), to

@@ -80,9 +80,11 @@ int64_t vx_gemm_stream_b_max(void);
 void vx_gemm_set_stream_bytes(int64_t bytes);
 
 /* Whether packed plans fetch the next panel of B into L2 as their row tiles
- * run (gemm.c, next_panel_fetch; on by default). Off: the same arithmetic
- * without the fetches, for tests and comparisons. */
-void vx_gemm_set_fetch_next(int on);
+ * run (gemm.c, next_panel_fetch): 0 never (the same arithmetic without the
+ * fetches, for tests and comparisons), 1 where the tune found that they pay
+ * (tune.h, fetch_next_ratio; the default), 2 wherever the shape allows
+ * (the tune's probe, tests). */
+void vx_gemm_set_fetch_next(int mode);
 
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */
 vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used);
