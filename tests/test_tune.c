@@ -210,6 +210,8 @@ static void distinctive(vx_tune *t, double shift)
     t->gemv_rows_ns[VX_ISA_AVX2][1] = 0.0234375 + shift / 1000;
     t->gemv_rows_ns[VX_ISA_AVX2][2] = 0.03125 + shift / 1000;
     t->fetch_next_ratio[VX_ISA_AVX512] = 1.0625 + shift / 1000;
+    for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
+        t->context_ratio[VX_ISA_AVX2][f] = f == 0 ? 0.6875 + shift / 1000 : 1.0 - f / 64.0;
     snprintf(t->created, sizeof t->created, "%s", shift == 0 ? CREATED : "2032-01-02T03:04:05Z");
 }
 
@@ -271,6 +273,11 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
             cr_assert(close_rel(want->gemv_rows_ns[isa][r], got->gemv_rows_ns[isa][r]),
                       "%s: gemv_rows_ns_per_flop[%d][%d]: expected %.9g, found %.9g", what, isa, r,
                       want->gemv_rows_ns[isa][r], got->gemv_rows_ns[isa][r]);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
+            cr_assert(close_rel(want->context_ratio[isa][f], got->context_ratio[isa][f]),
+                      "%s: context_ratio[%d][%d]: expected %.9g, found %.9g", what, isa, f,
+                      want->context_ratio[isa][f], got->context_ratio[isa][f]);
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         cr_assert(close_rel(want->fetch_next_ratio[isa], got->fetch_next_ratio[isa]),
                   "%s: fetch_next_ratio[%d]: expected %.9g, found %.9g", what, isa, want->fetch_next_ratio[isa],
@@ -414,6 +421,20 @@ Test(tune, a_file_without_the_fetch_probe_has_none)
               "found %g", saved.line_share_ns, loaded.line_share_ns);
 }
 
+/* ... and the context probe: none measured (0: the L1 rates stand). */
+Test(tune, a_file_without_the_context_probe_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("context_ratio", &saved, &loaded);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
+            cr_assert_eq(loaded.context_ratio[isa][f], 0.0, "context_ratio[%d][%d]: expected 0, found %g", isa, f,
+                         loaded.context_ratio[isa][f]);
+    cr_assert(close_rel(loaded.fetch_next_ratio[VX_ISA_AVX512], saved.fetch_next_ratio[VX_ISA_AVX512]),
+              "fetch_next_ratio: expected %g from the file, found %g", saved.fetch_next_ratio[VX_ISA_AVX512],
+              loaded.fetch_next_ratio[VX_ISA_AVX512]);
+}
+
 /* ... and a file without the pool's hand-off reading turns the run-time
  * class off (0), whatever the defaults say: its wake_warm_ns was timed
  * as an empty region, against which no reading compares. */
@@ -490,13 +511,15 @@ Test(tune, failed_save_names_the_real_reason)
                   { "line_stream_ns", "line_stream_ns" },
                   { "region_handoff_ns", "region_handoff_ns" },
                   { "gemv_rows_ns_per_flop[avx2][1]", "gemv_rows_ns_per_flop" },
-                  { "fetch_next_ratio[avx512]", "fetch_next_ratio" } };
+                  { "fetch_next_ratio[avx512]", "fetch_next_ratio" },
+                  { "context_ratio[avx2][0]", "context_ratio" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
                             &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
-                            &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512] };
+                            &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512],
+                            &bad.context_ratio[VX_ISA_AVX2][0] };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -657,6 +680,10 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "fetch_next_ratio given as a string", "1.0625", "\"1.0625\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "fetch_next_ratio not an object", "\"fetch_next_ratio\": {", "\"fetch_next_ratio\": [{",
                         VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "context_ratio above 1", "0.6875", "1.5", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "context_ratio 0", "0.6875", "0", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "context_ratio missing a family", "0.6875,", "", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "context_ratio given as a string", "0.6875", "\"0.6875\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "call_ns given twice", CALL_TEXT, CALL_TEXT ", \"call_ns\": 1.5", VX_ERR_INVALID_ARG);
 
     scratch_path(path, sizeof path, "no-such-file.json");
@@ -720,13 +747,16 @@ Test(tune, active_falls_back_and_picks_up_a_good_file)
     const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
     cr_assert_not_null(M, "no AVX2 model");
     const vx_l0_rate want = a->l0[VX_ISA_AVX2][0][0][0];
+    /* the k step in the GEMM driver: the L1 rate over the context ratio */
+    const double ctx = a->context_ratio[VX_ISA_AVX2][0];
+    cr_assert(ctx > 0, "the distinctive file's context ratio for AVX2 family 0 did not load");
     const float got_o = M->desc.fam[0].rate[0][0].o, got_p = M->desc.fam[0].rate[0][0].p;
-    cr_assert(got_o == want.overhead_ns && got_p == want.ns_per_k,
-              "AVX2 model family 0 mode 0 m=1: expected the loaded rate {%g, %g}, found {%g, %g}", want.overhead_ns,
-              want.ns_per_k, got_o, got_p);
-    cr_assert(close_rel(got_o, MARK_O) && close_rel(got_p, MARK_P),
-              "AVX2 model family 0 mode 0 m=1: expected the file's {%g, %g}, found {%g, %g}", MARK_O, MARK_P, got_o,
-              got_p);
+    cr_assert(got_o == want.overhead_ns && close_rel(got_p, want.ns_per_k / ctx),
+              "AVX2 model family 0 mode 0 m=1: expected the loaded rate {%g, %g / %g}, found {%g, %g}",
+              want.overhead_ns, want.ns_per_k, ctx, got_o, got_p);
+    cr_assert(close_rel(got_o, MARK_O) && close_rel(got_p, MARK_P / ctx),
+              "AVX2 model family 0 mode 0 m=1: expected the file's {%g, %g / %g}, found {%g, %g}", MARK_O, MARK_P,
+              ctx, got_o, got_p);
     c.tag = "distinctive tuning file";
     vt_check(&c);
 }
@@ -755,6 +785,32 @@ Test(tune, the_fetch_probe_decides_the_next_panel_fetches)
         cr_assert_not_null(M, "no AVX-512 model");
         cr_assert_eq(M->fetch_next, cases[i].fetch, "fetch_next_ratio %g: expected fetch_next %d, found %d",
                      cases[i].ratio, cases[i].fetch, M->fetch_next);
+    }
+}
+
+/* The model divides a family's L1 rates by its context ratio: with family
+ * 0 at 0.6875 in the file, its k steps cost 1/0.6875 of the file's; without
+ * the probe, the file's. */
+Test(tune, the_context_probe_scales_the_family_rates)
+{
+    for (int with = 0; with < 2; with++) {
+        vx_tune t;
+        distinctive(&t, 0);
+        if (!with)
+            memset(t.context_ratio, 0, sizeof t.context_ratio);
+        char path[600];
+        scratch_path(path, sizeof path, with ? "context1.json" : "context0.json");
+        save_ok(path, &t);
+        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
+        vx_tune_reset();
+        vx_cpu_model_reset();
+        cr_assert_eq(vx_tune_active()->measured, 1, "the file was not taken");
+        const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
+        cr_assert_not_null(M, "no AVX2 model");
+        const double want = with ? MARK_P / 0.6875 : MARK_P;
+        const double got = M->desc.fam[0].rate[0][0].p;
+        cr_assert(close_rel(got, want), "%s: family 0 m=1 ns per k step: expected %g, found %g",
+                  with ? "context ratio 0.6875" : "no context probe", want, got);
     }
 }
 

@@ -115,6 +115,16 @@ static void summary(const vx_tune *t)
                    isa == VX_ISA_AVX512 ? "avx512" : "avx2", 1.0 / t->gemv_rows_ns[isa][0],
                    t->gemv_rows_ns[isa][1] > 0 ? 1.0 / t->gemv_rows_ns[isa][1] : 0.0,
                    t->gemv_rows_ns[isa][2] > 0 ? 1.0 / t->gemv_rows_ns[isa][2] : 0.0);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+        const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+        if (set->nfamilies < 1 || !(t->context_ratio[isa][0] > 0))
+            continue;
+        printf("context %-6s each tile family in the GEMM driver, against the fastest:",
+               isa == VX_ISA_AVX512 ? "avx512" : "avx2");
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
+            printf(" %d-wide %.3f", set->families[f].nr, t->context_ratio[isa][f]);
+        printf("\n");
+    }
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (t->fetch_next_ratio[isa] > 0)
             printf("fetch %-6s next panel of B fetched while the row tiles run: %.3fx the time without, %s\n",

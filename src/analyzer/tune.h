@@ -107,6 +107,11 @@ typedef struct {
      * them over its time without, on one thread (0: not measured; the
      * driver then fetches). Below 1 they pay on this machine. */
     double fetch_next_ratio[VX_ISA_COUNT];
+    /* Each family's fastest tile in L1 run through the packed driver on one
+     * thread (the context probe, cpu_tune.c), per ISA and family (optional
+     * in the file): its rate over the fastest family's there, in (0, 1]
+     * (0: not measured). The analyzer divides the family's L1 rates by it. */
+    double context_ratio[VX_ISA_COUNT][VX_TUNE_MAX_FAMILIES];
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

@@ -13,7 +13,8 @@
  *     "inplace_probe_extra": { "avx512": [family, m, ns], ... } (optional), "packed_probe": { ... }
  *     (optional, the same), "line_share_ns": ..., "line_stream_ns": ..., "region_handoff_ns": ... (optional),
  *     "gemv_rows_ns_per_flop": { "avx512": [2 rows, 3 rows, 4 rows], ... } (optional),
- *     "fetch_next_ratio": { "avx512": time with / without, ... } (optional) }
+ *     "fetch_next_ratio": { "avx512": time with / without, ... } (optional),
+ *     "context_ratio": { "avx512": [family 0, family 1, ...], ... } (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -286,6 +287,26 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         }
         n.fetch_next_ratio[isa] = json_number_value(e);
     }
+    /* added after version 2 files were written: optional, absent = not measured */
+    json_t *context = isa_object(root, "context_ratio", path, why, len, &s);
+    if (s != VX_OK)
+        goto out;
+    for (int isa = 0; context && isa < VX_ISA_COUNT; isa++) {
+        json_t *e = json_object_get(context, isa_key[isa]);
+        if (!e)
+            continue;
+        const int nf = vx_ukernels((vx_isa)isa)->nfamilies < VX_TUNE_MAX_FAMILIES ? vx_ukernels((vx_isa)isa)->nfamilies
+                                                                                 : VX_TUNE_MAX_FAMILIES;
+        int ok = json_is_array(e) && json_array_size(e) == (size_t)nf;
+        for (int f = 0; ok && f < nf; f++)
+            ok = num_at(e, (size_t)f, 0.1, 1.0, &n.context_ratio[isa][f]);
+        if (!ok) {
+            s = say(VX_ERR_INVALID_ARG, why, len,
+                    "%s: \"context_ratio\".%s is not one number in [0.1, 1] for each of its %d families", path,
+                    isa_key[isa], nf);
+            goto out;
+        }
+    }
     /* added after version 2 files were written: optional; a file without
      * the pool's hand-off reading turns the run-time class off (0) */
     n.region_handoff_ns = 0;
@@ -429,6 +450,10 @@ static const char *non_finite(const vx_tune *t)
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (!isfinite(t->fetch_next_ratio[isa]))
             return "fetch_next_ratio";
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
+            if (!isfinite(t->context_ratio[isa][f]))
+                return "context_ratio";
     return NULL;
 }
 
@@ -466,6 +491,22 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
             if (t->fetch_next_ratio[isa] > 0)
                 json_object_set_new(fetch, isa_key[isa], json_real(t->fetch_next_ratio[isa]));
         json_object_set_new(root, "fetch_next_ratio", fetch);
+        json_t *context = json_object();
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+            const int nf = vx_ukernels((vx_isa)isa)->nfamilies < VX_TUNE_MAX_FAMILIES
+                               ? vx_ukernels((vx_isa)isa)->nfamilies
+                               : VX_TUNE_MAX_FAMILIES;
+            int all = nf > 0;
+            for (int f = 0; f < nf; f++)
+                all = all && t->context_ratio[isa][f] > 0;
+            if (!all)
+                continue;
+            json_t *a = json_array();
+            for (int f = 0; f < nf; f++)
+                json_array_append_new(a, json_real(t->context_ratio[isa][f]));
+            json_object_set_new(context, isa_key[isa], a);
+        }
+        json_object_set_new(root, "context_ratio", context);
     }
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");

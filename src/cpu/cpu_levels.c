@@ -57,9 +57,13 @@ static void describe(vx_isa isa, vx_device_desc *d)
         F->regs_fixed = V + 1;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
             F->modes_ok[mode] = 1; /* generated for every variant; mode order = variant order */
+            /* the family's k steps in the GEMM driver against the others'
+             * (tune.h, context_ratio) */
+            const double in_context = f < VX_TUNE_MAX_FAMILIES ? tu->context_ratio[isa][f] : 0.0;
             for (int m = 1; m <= F->m_max; m++) {
                 const vx_l0_rate r = tu->l0[isa][f < VX_TUNE_MAX_FAMILIES ? f : 0][mode][m - 1];
-                F->rate[mode][m - 1] = (vx_rate){ r.overhead_ns, r.ns_per_k };
+                F->rate[mode][m - 1] =
+                    (vx_rate){ r.overhead_ns, in_context > 0 ? r.ns_per_k / in_context : r.ns_per_k };
             }
         }
     }

@@ -421,6 +421,76 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
     t->fetch_next_ratio[isa] = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
 }
 
+/* The context probe (tune.h, context_ratio): each family's fastest tile in
+ * L1 (of four rows or more) through the packed driver on one thread, over
+ * CONTEXT_M x VX_PROBE_N x FETCH_PROBE_K, the families in turns, each call
+ * after one of its own; the median call of each against the fastest
+ * family's. In L1 the wide tiles all run at the FMAs' rate, within the
+ * noise of the clock; in the GEMM a tile issues (m + V) loads for m x V
+ * FMAs while the caches refill L1 under it, and on an Intel Xeon guest
+ * 336x2304x768 ran 6 x 64 and 9 x 48 at 157-162 GFLOP/s, 14 x 32 at 149-151
+ * and 22 x 16 or 30 x 16 at 142-144, where the tunes' L1 rates ranked them
+ * by the clock each caught: picked on 14 x 32 or 22 x 16, 2048x3072x768
+ * ran 7-12 % slower than on 6 x 64 (NOTES.md, thirty-third session). */
+enum { CONTEXT_M = 336, CONTEXT_ROWS = 168 };
+
+static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx_tune *t)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    const int nf = set->nfamilies < VX_TUNE_MAX_FAMILIES ? set->nfamilies : VX_TUNE_MAX_FAMILIES;
+    const int64_t M = CONTEXT_M, N = VX_PROBE_N / 192 * 192, K = FETCH_PROBE_K;
+    if (nf < 1 || ((size_t)(N + M) * (size_t)K + (size_t)M * (size_t)N) * sizeof(float) > big_bytes)
+        return;
+    float *b = big, *a = big + (size_t)N * (size_t)K, *c = a + (size_t)M * (size_t)K;
+    vx_gemm_plan plan[VX_TUNE_MAX_FAMILIES];
+    for (int f = 0; f < nf; f++) {
+        const vx_ukernel_family *F = &set->families[f];
+        int best_m = 0;
+        double best = 0;
+        for (int m = F->mr_max < 4 ? 1 : 4; m <= F->mr_max && m <= VX_TUNE_MAX_MR; m++) {
+            const vx_l0_rate r = t->l0[isa][f][VX_UK_AP_BP][m - 1];
+            const double flops_per_ns = r.ns_per_k > 0 ? 2.0 * m * F->nr / r.ns_per_k : 0;
+            if (flops_per_ns > best)
+                best = flops_per_ns, best_m = m;
+        }
+        if (best_m == 0)
+            return;
+        memset(&plan[f], 0, sizeof plan[f]);
+        plan[f].isa = isa;
+        plan[f].path = VX_PATH_PACKED;
+        plan[f].family = f;
+        plan[f].mr = best_m;
+        plan[f].nr = F->nr;
+        plan[f].mc = CONTEXT_ROWS / best_m * best_m;
+        plan[f].kc = K;
+        plan[f].nc = N;
+        plan[f].threads_m = plan[f].threads_n = plan[f].threads = 1;
+    }
+    const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
+    enum { MOST = 16 };
+    const int samples = passes < MOST ? passes : MOST;
+    double v[VX_TUNE_MAX_FAMILIES][MOST];
+    for (int i = 0; i < samples; i++)
+        for (int f = 0; f < nf; f++) {
+            double t0 = 0;
+            vx_status st = vx_cpu_gemm(&g, &plan[f], NULL);
+            if (st == VX_OK) {
+                t0 = now_ns();
+                st = vx_cpu_gemm(&g, &plan[f], NULL);
+            }
+            if (st != VX_OK)
+                return;
+            v[f][i] = now_ns() - t0;
+        }
+    double med[VX_TUNE_MAX_FAMILIES], least = 1e300;
+    for (int f = 0; f < nf; f++) {
+        med[f] = vx_tune_median(v[f], samples);
+        least = med[f] < least ? med[f] : least;
+    }
+    for (int f = 0; f < nf; f++)
+        t->context_ratio[isa][f] = least / med[f];
+}
+
 /* The few-row matrix-vector kernel (tune.h, gemv_rows_ns): a matrix of
  * ROWS_LEN x ROWS_K floats (480 KiB: in L2 after the first pass), its sums
  * kept in L1 as for a matrix in the caches (vx_gemv_pass_floats); ns per
@@ -633,7 +703,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 12 };
+    enum { OTHER_STEPS = 13 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -809,6 +879,11 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (isa_runs(hw, isa))
             fetch_probe((vx_isa)isa, big, big_bytes, passes, t);
+
+    step(&pr, "the tiles in the GEMM driver");
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (isa_runs(hw, isa))
+            context_probe((vx_isa)isa, big, big_bytes, passes, t);
 
     step(&pr, "few-row matrix-vector kernel");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
