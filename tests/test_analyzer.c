@@ -1277,6 +1277,34 @@ VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again,
     cr_assert(s > 0 && s_slow == s, "C within the second level: its home rate moved the price %g -> %g ns", s, s_slow);
 }
 
+/* A family's context (levels.h: its rate in the GEMM driver against the
+ * fastest family's) scales a plain problem's L0 time, so halving it costs
+ * a packed plan at least its compute once more; a convolution's gathered
+ * patches (a_run > 0) keep the L1 rates and their price. */
+VT_ISA_TEST(cost, family_context_scales_plain_problems_only, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_COPY_AB), g11 = grid_of(&c, 1, 1);
+    const int f = c.l0[c.l1[l1].l0].fam, m0 = c.l0[c.l1[l1].l0].m;
+    const int64_t n0 = d.fam[f].n;
+    const vx_problem plain = {.m = 16 * m0, .n = 4 * n0, .k = 256, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_problem patches = plain;
+    patches.a_run = 64;
+    vx_device_desc half = d;
+    d.fam[f].context = 1.0;
+    half.fam[f].context = 0.5;
+    const double p1 = vx_cost_price(&d, &c, &plain, l1, g11), p2 = vx_cost_price(&half, &c, &plain, l1, g11);
+    const double g1 = vx_cost_price(&d, &c, &patches, l1, g11), g2 = vx_cost_price(&half, &c, &patches, l1, g11);
+    /* the L0 time once: 16 row tiles x 4 column tiles of k = 256 */
+    const double once = 64.0 * (d.fam[f].rate[VX_LOAD_COPY_AB][m0 - 1].o + 256.0 * d.fam[f].rate[VX_LOAD_COPY_AB][m0 - 1].p);
+    vx_candidates_free(&c);
+    cr_assert(p1 > 0 && p2 - p1 >= 0.99 * once, "plain %dx%lldx256: context 0.5 should add at least %g ns to %g (got %g)",
+              16 * m0, (long long)(4 * n0), once, p1, p2);
+    cr_assert(g1 > 0 && g2 == g1, "gathered patches: the context moved the price %g -> %g ns", g1, g2);
+}
+
 /* two_unit_model, and its first level, whose set geometry the in-place
  * bounds read: the test is skipped where the machine does not tell it. */
 static const vx_mem_level *two_unit_model_with_l1_sets(vx_isa isa, vx_device_desc *d, vx_candidates *c)

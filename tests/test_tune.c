@@ -747,16 +747,13 @@ Test(tune, active_falls_back_and_picks_up_a_good_file)
     const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
     cr_assert_not_null(M, "no AVX2 model");
     const vx_l0_rate want = a->l0[VX_ISA_AVX2][0][0][0];
-    /* the k step in the GEMM driver: the L1 rate over the context ratio */
-    const double ctx = a->context_ratio[VX_ISA_AVX2][0];
-    cr_assert(ctx > 0, "the distinctive file's context ratio for AVX2 family 0 did not load");
     const float got_o = M->desc.fam[0].rate[0][0].o, got_p = M->desc.fam[0].rate[0][0].p;
-    cr_assert(got_o == want.overhead_ns && close_rel(got_p, want.ns_per_k / ctx),
-              "AVX2 model family 0 mode 0 m=1: expected the loaded rate {%g, %g / %g}, found {%g, %g}",
-              want.overhead_ns, want.ns_per_k, ctx, got_o, got_p);
-    cr_assert(close_rel(got_o, MARK_O) && close_rel(got_p, MARK_P / ctx),
-              "AVX2 model family 0 mode 0 m=1: expected the file's {%g, %g / %g}, found {%g, %g}", MARK_O, MARK_P,
-              ctx, got_o, got_p);
+    cr_assert(got_o == want.overhead_ns && got_p == want.ns_per_k,
+              "AVX2 model family 0 mode 0 m=1: expected the loaded rate {%g, %g}, found {%g, %g}", want.overhead_ns,
+              want.ns_per_k, got_o, got_p);
+    cr_assert(close_rel(got_o, MARK_O) && close_rel(got_p, MARK_P),
+              "AVX2 model family 0 mode 0 m=1: expected the file's {%g, %g}, found {%g, %g}", MARK_O, MARK_P, got_o,
+              got_p);
     c.tag = "distinctive tuning file";
     vt_check(&c);
 }
@@ -788,10 +785,10 @@ Test(tune, the_fetch_probe_decides_the_next_panel_fetches)
     }
 }
 
-/* The model divides a family's L1 rates by its context ratio: with family
- * 0 at 0.6875 in the file, its k steps cost 1/0.6875 of the file's; without
- * the probe, the file's. */
-Test(tune, the_context_probe_scales_the_family_rates)
+/* The model takes a family's context ratio from the file (0.6875 for
+ * family 0 here; 1 without the probe, and for ratios within the probe's
+ * spread of 1: family 1 at 63/64), its L1 rates as they are. */
+Test(tune, the_context_probe_sets_the_family_context)
 {
     for (int with = 0; with < 2; with++) {
         vx_tune t;
@@ -807,10 +804,14 @@ Test(tune, the_context_probe_scales_the_family_rates)
         cr_assert_eq(vx_tune_active()->measured, 1, "the file was not taken");
         const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
         cr_assert_not_null(M, "no AVX2 model");
-        const double want = with ? MARK_P / 0.6875 : MARK_P;
-        const double got = M->desc.fam[0].rate[0][0].p;
-        cr_assert(close_rel(got, want), "%s: family 0 m=1 ns per k step: expected %g, found %g",
-                  with ? "context ratio 0.6875" : "no context probe", want, got);
+        const double want = with ? 0.6875 : 1.0;
+        cr_assert(close_rel(M->desc.fam[0].context, want), "%s: family 0 context: expected %g, found %g",
+                  with ? "context ratio 0.6875" : "no context probe", want, M->desc.fam[0].context);
+        if (M->desc.nfamilies > 1)
+            cr_assert_eq(M->desc.fam[1].context, 1.0, "family 1 at %g in the file: expected context 1, found %g",
+                         t.context_ratio[VX_ISA_AVX2][1], M->desc.fam[1].context);
+        cr_assert(close_rel(M->desc.fam[0].rate[0][0].p, MARK_P), "family 0 m=1 ns per k step: expected %g, found %g",
+                  MARK_P, M->desc.fam[0].rate[0][0].p);
     }
 }
 

@@ -615,11 +615,25 @@ static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int6
     return tiles_time(F->rate[mode], m0, m_c / m0, m_c % m0, cols, k, kblocks);
 }
 
+/* What a plain problem's L0 time is multiplied by for the family's rate in
+ * the GEMM driver (levels.h, context): the CPU tune's context probe runs
+ * each family through the packed driver, where the L1 timings ranked the
+ * families by the clock each kernel caught (an Intel Xeon guest: 22 x 16
+ * at 244 GFLOP/s put 2048x3072x768 at 0.77x of oneDNN). A convolution's
+ * patches keep the L1 rates: scaled, 32-wide tiles at 0.935 moved
+ * ResNet-50's c4 3x3 stride-2 layer (batch 8, NHWC) from pack-B 10 x 32,
+ * 6.0 ms, to 5 x 64, 9.8 ms (NOTES.md, thirty-third session). */
+static inline double context_scale(const vx_l0_family *F, const vx_problem *p)
+{
+    const int plain = p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
+    return plain && F->context > 0 && F->context < 1 ? 1.0 / F->context : 1.0;
+}
+
 /* l0_time over the whole cell of x (its row tiles worked out once). */
 static inline double cell_l0_time(const vx_l0_family *F, int mode, int m0, const grid_ctx *x, int64_t k,
-                                  int64_t kblocks)
+                                  int64_t kblocks, const vx_problem *p)
 {
-    return tiles_time(F->rate[mode], m0, x->full, x->rem, x->cols, k, kblocks);
+    return context_scale(F, p) * tiles_time(F->rate[mode], m0, x->full, x->rem, x->cols, k, kblocks);
 }
 
 /* A copied block no larger than the cell's `len` rows or columns, in whole
@@ -1065,7 +1079,7 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
     if (!tile_mode_ok(p, t->m, b->mode, a_rows_max(d, p)) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
     const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
-    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, b->mode), t->m, &x, p->k, KB);
+    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, b->mode), t->m, &x, p->k, KB, p);
     return x.fixed + price_cell(d, p, F, t->m, b, kb, KB, compute, &x);
 }
 
@@ -1192,8 +1206,9 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
     const tiles_parts t =
         tiles_split(F->rate[rate_mode(x->a_packed_in_place, mode)], m0, x->full, x->rem, x->cols, p->k);
-    r.per_kb = t.o;
-    r.steps = t.p;
+    const double scale = context_scale(F, p);
+    r.per_kb = scale * t.o;
+    r.steps = scale * t.p;
     r.compute1 = mode_compute(&r, r.kb_least);
     r.refine = 1;
     double lb = x->fixed + d->mode_ns[mode];
@@ -1528,7 +1543,7 @@ double vx_cost_inplace_stall(const vx_device_desc *d, int fam, int m, int64_t n,
         return 1.0;
     const vx_l0_family *F = &d->fam[fam];
     const vx_l1_cand b = { .mode = VX_LOAD_NONE, .kc = (int32_t)p.k };
-    const double compute = cell_l0_time(F, VX_LOAD_NONE, m, &x, p.k, 1);
+    const double compute = cell_l0_time(F, VX_LOAD_NONE, m, &x, p.k, 1, &p);
     vx_device_desc dd = *d;
     dd.inplace_overlap = 1.0;
     const double overlapped = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x);
@@ -1549,7 +1564,7 @@ double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, 
     const vx_l0_family *F = &d->fam[fam];
     const vx_l1_cand b = { .mode = VX_LOAD_COPY_AB, .kc = (int32_t)k, .mc = (int32_t)((M + m - 1) / m * m),
                            .nc = (int32_t)p.n };
-    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, VX_LOAD_COPY_AB), m, &x, p.k, 1);
+    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, VX_LOAD_COPY_AB), m, &x, p.k, 1, &p);
     vx_device_desc dd = *d;
     dd.packed_extra = 0;
     const double priced = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_COPY_AB];

@@ -42,6 +42,10 @@ typedef struct {
     int regs_per_m, regs_fixed;
     vx_rate rate[VX_LOAD_MODES][VX_MAX_TILE_M]; /* [mode][m - 1]; every m <= m_max */
     int modes_ok[VX_LOAD_MODES];               /* the backend has kernels for this mode */
+    double context; /* (0, 1]: the family's rate in the backend's GEMM driver against the
+                       fastest family's there, over their rates above (0 or 1: as above).
+                       The analyzer divides a plain problem's L0 time by it; a convolution's
+                       patches keep the rates above (cost.c, context_scale) */
 } vx_l0_family;
 
 /* One memory level an operand can live in or stream from. */

@@ -69,12 +69,12 @@ static void describe(vx_isa isa, vx_device_desc *d)
              * Xeon guest; with 32-wide tiles at 0.988 the pack-B plan won
              * and ran 1.7x the time; NOTES.md, thirty-third session) */
             double in_context = f < VX_TUNE_MAX_FAMILIES ? tu->context_ratio[isa][f] : 0.0;
-            if (in_context > 1.0 - CONTEXT_NOISE)
+            if (!(in_context > 0) || in_context > 1.0 - CONTEXT_NOISE)
                 in_context = 1.0;
+            F->context = in_context;
             for (int m = 1; m <= F->m_max; m++) {
                 const vx_l0_rate r = tu->l0[isa][f < VX_TUNE_MAX_FAMILIES ? f : 0][mode][m - 1];
-                F->rate[mode][m - 1] =
-                    (vx_rate){ r.overhead_ns, in_context > 0 ? r.ns_per_k / in_context : r.ns_per_k };
+                F->rate[mode][m - 1] = (vx_rate){ r.overhead_ns, r.ns_per_k };
             }
         }
     }
