@@ -615,6 +615,13 @@ static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int6
     return tiles_time(F->rate[mode], m0, m_c / m0, m_c % m0, cols, k, kblocks);
 }
 
+/* Both operands plain matrices: what the probes measured (tune.h) applies;
+ * a convolution's gathered or segmented operands keep the model's price. */
+static inline int plain_operands(const vx_problem *p)
+{
+    return p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
+}
+
 /* What a plain problem's L0 time is multiplied by for the family's rate in
  * the GEMM driver (levels.h, context): the CPU tune's context probe runs
  * each family through the packed driver, where the L1 timings ranked the
@@ -625,8 +632,7 @@ static double l0_time(const vx_l0_family *F, int mode, int m0, int64_t m_c, int6
  * 6.0 ms, to 5 x 64, 9.8 ms (NOTES.md, thirty-third session). */
 static inline double context_scale(const vx_l0_family *F, const vx_problem *p)
 {
-    const int plain = p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
-    return plain && F->context > 0 && F->context < 1 ? 1.0 / F->context : 1.0;
+    return plain_operands(p) && F->context > 0 && F->context < 1 ? 1.0 / F->context : 1.0;
 }
 
 /* l0_time over the whole cell of x (its row tiles worked out once). */
@@ -740,13 +746,6 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
 static inline int64_t k_blocks(const vx_problem *p, int mode, int64_t kb)
 {
     return mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) * cdiv(p->a_seg, kb) : cdiv(p->k, kb);
-}
-
-/* Both operands plain matrices: what the probes measured (tune.h) applies;
- * a convolution's gathered or segmented operands keep the model's price. */
-static inline int plain_operands(const vx_problem *p)
-{
-    return p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
 }
 
 /* The fraction of an in-place plan's priced B stream its kernels wait for

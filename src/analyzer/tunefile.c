@@ -66,6 +66,13 @@ static int num_at(json_t *a, size_t i, double lo, double hi, double *out)
     return finite_in(json_array_get(a, i), lo, hi, out);
 }
 
+/* The kernel families of an ISA the tuning keeps per-family values for. */
+static int tuned_families(vx_isa isa)
+{
+    const int n = vx_ukernels(isa)->nfamilies;
+    return n < VX_TUNE_MAX_FAMILIES ? n : VX_TUNE_MAX_FAMILIES;
+}
+
 /* root[key], an object of entries per ISA, or NULL where absent. Present
  * but not an object: VX_ERR_INVALID_ARG in *s, with the reason. */
 static json_t *isa_object(json_t *root, const char *key, const char *path, char *why, size_t len, vx_status *s)
@@ -280,12 +287,11 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         json_t *e = json_object_get(fetch, isa_key[isa]);
         if (!e)
             continue;
-        if (!json_is_number(e) || !(json_number_value(e) >= 0.1 && json_number_value(e) <= 10.0)) {
+        if (!get_num(fetch, isa_key[isa], 0.1, 10.0, &n.fetch_next_ratio[isa])) {
             s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"fetch_next_ratio\".%s is not a number in [0.1, 10]", path,
                     isa_key[isa]);
             goto out;
         }
-        n.fetch_next_ratio[isa] = json_number_value(e);
     }
     /* added after version 2 files were written: optional, absent = not measured */
     json_t *context = isa_object(root, "context_ratio", path, why, len, &s);
@@ -295,8 +301,7 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         json_t *e = json_object_get(context, isa_key[isa]);
         if (!e)
             continue;
-        const int nf = vx_ukernels((vx_isa)isa)->nfamilies < VX_TUNE_MAX_FAMILIES ? vx_ukernels((vx_isa)isa)->nfamilies
-                                                                                 : VX_TUNE_MAX_FAMILIES;
+        const int nf = tuned_families((vx_isa)isa);
         int ok = json_is_array(e) && json_array_size(e) == (size_t)nf;
         for (int f = 0; ok && f < nf; f++)
             ok = num_at(e, (size_t)f, 0.1, 1.0, &n.context_ratio[isa][f]);
@@ -493,9 +498,7 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
         json_object_set_new(root, "fetch_next_ratio", fetch);
         json_t *context = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
-            const int nf = vx_ukernels((vx_isa)isa)->nfamilies < VX_TUNE_MAX_FAMILIES
-                               ? vx_ukernels((vx_isa)isa)->nfamilies
-                               : VX_TUNE_MAX_FAMILIES;
+            const int nf = tuned_families((vx_isa)isa);
             int all = nf > 0;
             for (int f = 0; f < nf; f++)
                 all = all && t->context_ratio[isa][f] > 0;

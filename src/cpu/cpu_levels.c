@@ -59,19 +59,17 @@ static void describe(vx_isa isa, vx_device_desc *d)
         F->m_max = K->mr_max < VX_MAX_TILE_M ? K->mr_max : VX_MAX_TILE_M;
         F->regs_per_m = V;
         F->regs_fixed = V + 1;
+        /* the family's k steps in the GEMM driver against the others'
+         * (tune.h, context_ratio), where they part by more than the probe's
+         * noise: a family within it flipping plans on knife edges for
+         * nothing (ResNet-50's c5 projection at batch 8, NHWC, packed 14 x 32
+         * priced 0.6 % under pack-B 9 x 48 on an Intel Xeon guest; with
+         * 32-wide tiles at 0.988 the pack-B plan won and ran 1.7x the time;
+         * NOTES.md, thirty-third session) */
+        const double in_context = f < VX_TUNE_MAX_FAMILIES ? tu->context_ratio[isa][f] : 0.0;
+        F->context = in_context > 0 && in_context <= 1.0 - CONTEXT_NOISE ? in_context : 1.0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
             F->modes_ok[mode] = 1; /* generated for every variant; mode order = variant order */
-            /* the family's k steps in the GEMM driver against the others'
-             * (tune.h, context_ratio), where they part by more than the
-             * probe's noise: a family within it flipping plans on knife
-             * edges for nothing (ResNet-50's c5 projection at batch 8, NHWC,
-             * packed 14 x 32 priced 0.6 % under pack-B 9 x 48 on an Intel
-             * Xeon guest; with 32-wide tiles at 0.988 the pack-B plan won
-             * and ran 1.7x the time; NOTES.md, thirty-third session) */
-            double in_context = f < VX_TUNE_MAX_FAMILIES ? tu->context_ratio[isa][f] : 0.0;
-            if (!(in_context > 0) || in_context > 1.0 - CONTEXT_NOISE)
-                in_context = 1.0;
-            F->context = in_context;
             for (int m = 1; m <= F->m_max; m++) {
                 const vx_l0_rate r = tu->l0[isa][f < VX_TUNE_MAX_FAMILIES ? f : 0][mode][m - 1];
                 F->rate[mode][m - 1] = (vx_rate){ r.overhead_ns, r.ns_per_k };

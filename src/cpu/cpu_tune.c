@@ -359,6 +359,19 @@ static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t bi
     t->packed_probe[isa].ns = best;
 }
 
+/* ns of one call of the plan, timed after an untimed one with the same
+ * settings (what a setting leaves in the caches is part of its cost);
+ * negative where the driver refuses the plan. */
+static double call_after_one(const vx_gemm_args *g, const vx_gemm_plan *plan)
+{
+    if (vx_cpu_gemm(g, plan, NULL) != VX_OK)
+        return -1.0;
+    const double t0 = now_ns();
+    if (vx_cpu_gemm(g, plan, NULL) != VX_OK)
+        return -1.0;
+    return now_ns() - t0;
+}
+
 /* The fetch probe (tune.h, fetch_next_ratio): a pack-B plan with the probe
  * tile on one thread over VX_PROBE_PACKED_M x VX_PROBE_N x FETCH_PROBE_K
  * (B 7 MB, hot in L3 from the previous call, as a layer's weights are
@@ -398,21 +411,14 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
     for (; got < samples; got++)
         for (int on = 0; on < 2; on++) {
             vx_gemm_set_fetch_next(on ? 2 : 0);
-            /* each timed call after one with the same setting: what a
-             * setting leaves in the caches is part of its cost (calls
+            /* each timed call after one with the same setting (calls
              * alternated one by one put the medians 1-2 % apart on the
              * Intel guest, after a call of their own 3-8 %) */
-            double t0 = 0;
-            vx_status st = vx_cpu_gemm(&g, &plan, NULL);
-            if (st == VX_OK) {
-                t0 = now_ns();
-                st = vx_cpu_gemm(&g, &plan, NULL);
-            }
-            if (st != VX_OK) {
+            v[on][got] = call_after_one(&g, &plan);
+            if (v[on][got] < 0) {
                 vx_gemm_set_fetch_next(1);
                 return;
             }
-            v[on][got] = now_ns() - t0;
         }
     vx_gemm_set_fetch_next(1);
     /* medians: the best calls of the two moved from 2 % apart to 8 % from
@@ -471,17 +477,9 @@ static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, 
     const int samples = passes < MOST ? passes : MOST;
     double v[VX_TUNE_MAX_FAMILIES][MOST];
     for (int i = 0; i < samples; i++)
-        for (int f = 0; f < nf; f++) {
-            double t0 = 0;
-            vx_status st = vx_cpu_gemm(&g, &plan[f], NULL);
-            if (st == VX_OK) {
-                t0 = now_ns();
-                st = vx_cpu_gemm(&g, &plan[f], NULL);
-            }
-            if (st != VX_OK)
+        for (int f = 0; f < nf; f++)
+            if ((v[f][i] = call_after_one(&g, &plan[f])) < 0)
                 return;
-            v[f][i] = now_ns() - t0;
-        }
     double med[VX_TUNE_MAX_FAMILIES], least = 1e300;
     for (int f = 0; f < nf; f++) {
         med[f] = vx_tune_median(v[f], samples);
