@@ -748,7 +748,11 @@ VT_ISA_TEST(forced_blocking, packed_a_in_place_over_blocks, TMO)
 {
     const vx_ukernel_set *set = vx_ukernels(vt_isa);
     int idx = 0;
+    /* A read in place wherever the rows allow, then copied always
+     * (vx_gemm_set_a_in_place) */
+    for (int way = 0; way < 2; way++)
     for (int threads = 1; threads <= 2; threads++) {
+        vx_gemm_set_a_in_place(!way);
         vx_set_num_threads(threads);
         for (int f = 0; f < set->nfamilies; f++) {
             const int nr = set->families[f].nr;
@@ -759,8 +763,9 @@ VT_ISA_TEST(forced_blocking, packed_a_in_place_over_blocks, TMO)
                                                    .nc = nc, .threads_m = threads, .threads_n = 1,
                                                    .threads = threads });
             char tag[160];
-            snprintf(tag, sizeof tag, "isa=%s forced packed nr=%d mr=%d mc=%lld kc=%lld nc=%lld, %d thread(s)",
-                     vt_isa_name(vt_isa), nr, mr, (long long)mc, (long long)kc, (long long)nc, threads);
+            snprintf(tag, sizeof tag, "isa=%s forced packed nr=%d mr=%d mc=%lld kc=%lld nc=%lld, %d thread(s), A %s",
+                     vt_isa_name(vt_isa), nr, mr, (long long)mc, (long long)kc, (long long)nc, threads,
+                     way ? "copied" : "in place where its rows allow");
             const int64_t k = VX_PACKED_A_IN_PLACE_MIN_K + 3;
             const int64_t shapes[][3] = {
                 { 2 * mc + 3, 2 * nc + nr / 2 + 1, k },
@@ -778,6 +783,61 @@ VT_ISA_TEST(forced_blocking, packed_a_in_place_over_blocks, TMO)
                 }
         }
     }
+    vx_gemm_set_a_in_place(1);
+    vx_plan_set_override(NULL);
+}
+
+/* The same packed plan computes C bit for bit alike whether its tiles read
+ * A's rows in place or from a copied block (the same FMAs in the same
+ * order): every family's tallest tile A may be read in place with (up to
+ * VX_PACKED_A_IN_PLACE_MAX_ROWS), one and two threads, beta = 0 over the
+ * same C and beta = 0.3, several row, column and k blocks. */
+VT_ISA_TEST(forced_blocking, packed_a_in_place_or_copied_alike, TMO)
+{
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    uint64_t seed = 9800;
+    for (int f = 0; f < set->nfamilies; f++)
+        for (int threads = 1; threads <= 2; threads++) {
+            const int nr = set->families[f].nr;
+            const int mr = set->families[f].mr_max > VX_PACKED_A_IN_PLACE_MAX_ROWS ? VX_PACKED_A_IN_PLACE_MAX_ROWS
+                                                                                 : set->families[f].mr_max;
+            const vx_gemm_plan plan = { .path = VX_PATH_PACKED, .isa = vt_isa, .mr = mr, .nr = nr, .kc = 200,
+                                        .mc = 3 * mr, .nc = 4 * nr, .threads_m = 1, .threads_n = threads,
+                                        .threads = threads };
+            vx_set_num_threads(threads);
+            vx_plan_set_override(&plan);
+            const int64_t m = 7 * mr + 2, n = 9 * nr + 3, k = 2 * 200 + 37;
+            const float beta = threads == 1 ? 0.0f : 0.3f;
+            vt_rng rng;
+            vt_rng_seed(&rng, seed++);
+            float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+            float *c0 = malloc(sizeof(float) * (size_t)(m * n)), *c1 = malloc(sizeof(float) * (size_t)(m * n));
+            cr_assert(a && b && c0 && c1, "out of memory");
+            for (int64_t i = 0; i < m * k; i++)
+                a[i] = vt_rng_float(&rng);
+            for (int64_t i = 0; i < k * n; i++)
+                b[i] = vt_rng_float(&rng);
+            for (int64_t i = 0; i < m * n; i++)
+                c0[i] = c1[i] = vt_rng_float(&rng);
+            vx_gemm_set_a_in_place(1);
+            cr_assert_eq(dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, m, n, k, 0.75f, a, k, b, n, beta, c0, n),
+                         VX_OK);
+            vx_gemm_set_a_in_place(0);
+            cr_assert_eq(dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, m, n, k, 0.75f, a, k, b, n, beta, c1, n),
+                         VX_OK);
+            vx_gemm_set_a_in_place(1);
+            for (int64_t i = 0; i < m * n; i++)
+                cr_assert(memcmp(&c0[i], &c1[i], sizeof(float)) == 0,
+                          "%s packed %dx%d, %d thread(s), %lldx%lldx%lld: C[%lld][%lld] %.9g with A in place, "
+                          "%.9g copied",
+                          vt_isa_name(vt_isa), mr, nr, threads, (long long)m, (long long)n, (long long)k,
+                          (long long)(i / n), (long long)(i % n), (double)c0[i], (double)c1[i]);
+            free(a);
+            free(b);
+            free(c0);
+            free(c1);
+        }
+    vx_set_num_threads(0);
     vx_plan_set_override(NULL);
 }
 

@@ -147,6 +147,10 @@ static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, 
     *hi = min64(u1 * unit, total);
 }
 
+static atomic_int g_a_in_place = 1;
+
+void vx_gemm_set_a_in_place(int allow) { atomic_store(&g_a_in_place, allow != 0); }
+
 /* Whether a packed plan reads A's L1 block where it lies instead of copying
  * it: rows with unit stride (a row-major A, not transposed) stream from L2
  * into the strided-A kernels as fast as a packed panel does, and the copy
@@ -157,11 +161,12 @@ static void split(int64_t total, int64_t unit, int parts, int idx, int64_t *lo, 
  * (vx_packed_a_in_place_ok: 16 rows 4 KiB apart ran 1.7x slower in place,
  * k = 45 up to 1.1x). A transposed A keeps its copy: each k step would be
  * a new row of A^T, a leading dimension apart; a gathered one (a
- * convolution's patches) exists only packed. */
+ * convolution's patches) exists only packed. Not where the testing switch
+ * says never (vx_gemm_set_a_in_place). */
 static int reads_a_in_place(const vx_gemm_args *g, int mr)
 {
     const vx_hw_info *hw = vx_hw();
-    return !ext_of(g)->gather_a && g->a_cs == 1 &&
+    return atomic_load_explicit(&g_a_in_place, memory_order_relaxed) && !ext_of(g)->gather_a && g->a_cs == 1 &&
            vx_packed_a_in_place_ok(mr, g->k, g->a_rs * (int64_t)sizeof(float), hw->l1d_ways,
                                    hw->l1d_ways > 0 ? hw->l1d_bytes / hw->l1d_ways : 0, hw->line_bytes);
 }

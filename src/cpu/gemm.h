@@ -86,6 +86,11 @@ void vx_gemm_set_stream_bytes(int64_t bytes);
  * (the tune's probe, tests). */
 void vx_gemm_set_fetch_next(int mode);
 
+/* Testing and comparisons: 0 makes packed plans copy A's blocks always, 1
+ * (the default) lets them read A's rows in place where the rows allow
+ * (gemm.c, reads_a_in_place). The same arithmetic either way. */
+void vx_gemm_set_a_in_place(int allow);
+
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */
 vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used);
 
