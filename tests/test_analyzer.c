@@ -965,8 +965,8 @@ static void set_geometry(vx_device_desc *d, int known)
     d->tlb_sets = d->tlb_ways = 0; /* the TLB's too (k_blocks_beyond_the_tlbs_sets...) */
     if (!known)
         return;
-    d->mem[0] = (vx_mem_level){ d->mem[0].name, d->mem[0].bytes, d->mem[0].bw, 8, 64, 4096 };
-    d->mem[1] = (vx_mem_level){ d->mem[1].name, d->mem[1].bytes, d->mem[1].bw, 8, 64, 65536 };
+    d->mem[0] = (vx_mem_level){ d->mem[0].name, d->mem[0].bytes, d->mem[0].bw, 8, 64, 4096, 0 };
+    d->mem[1] = (vx_mem_level){ d->mem[1].name, d->mem[1].bytes, d->mem[1].bw, 8, 64, 65536, 0 };
 }
 
 /* B read in place with rows a page or more apart: a panel re-read by the
@@ -1004,6 +1004,37 @@ VT_ISA_TEST(cost, far_apart_rows_reread_from_the_level_whose_sets_keep_them, TMO
               3 * m0, saved, u9, k9);
     cr_assert(k8 > 0 && k8 == u8, "%dx2048x768, rows 8 KiB apart: no level keeps them, yet the geometry moved "
               "the price %g -> %g ns", 3 * m0, u8, k8);
+}
+
+/* ... and where the tune measured fewer ways keeping such rows (levels.h,
+ * alias_ways: the alias probe), the count is those: at 2 of L2's 8 ways the
+ * 256 rows 9 KiB apart (64 set positions) no longer stay, and the
+ * re-reads cost what they cost with no geometry known; at 4 (half, the
+ * count without the probe) the price is the same as without it. */
+VT_ISA_TEST(cost, far_apart_rows_kept_in_the_ways_the_tune_measured, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    cr_assert(d.nmem >= 3, "%d memory levels", d.nmem);
+    const int l1 = in_place_with_kc(&d, &c, 256, 64), g11 = grid_of(&c, 1, 1);
+    const int m0 = c.l0[c.l1[l1].l0].m;
+    vx_device_desc known = d, unknown = d, two = d, four = d;
+    set_geometry(&known, 1);
+    set_geometry(&unknown, 0);
+    set_geometry(&two, 1);
+    set_geometry(&four, 1);
+    two.mem[1].alias_ways = 2;
+    four.mem[1].alias_ways = 4;
+    const vx_problem p9 = {.m = 3 * m0, .n = 2304, .k = 768, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    const double k9 = vx_cost_price(&known, &c, &p9, l1, g11), u9 = vx_cost_price(&unknown, &c, &p9, l1, g11);
+    const double t9 = vx_cost_price(&two, &c, &p9, l1, g11), f9 = vx_cost_price(&four, &c, &p9, l1, g11);
+    vx_candidates_free(&c);
+    cr_assert(k9 > 0 && u9 > k9, "%dx2304x768: the geometry should make the re-reads cheaper (%g, %g ns)", 3 * m0,
+              u9, k9);
+    cr_assert(t9 == u9, "%dx2304x768, 2 ways kept: expected the price without the geometry, %g ns, found %g", 3 * m0,
+              u9, t9);
+    cr_assert(f9 == k9, "%dx2304x768, 4 ways kept (half of 8): expected the price %g ns, found %g", 3 * m0, k9, f9);
 }
 
 /* The first pass over B's far-apart rows, from a cache: when some level's

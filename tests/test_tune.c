@@ -200,6 +200,7 @@ static void distinctive(vx_tune *t, double shift)
     t->line_share_ns = 77.125 + shift;
     t->line_stream_ns = 9.375 + shift;
     t->region_handoff_ns = 111.5 + shift;
+    t->l2_alias_ways = 2.75 + shift;
     t->packed_probe[VX_ISA_AVX2].fam = 0;
     t->packed_probe[VX_ISA_AVX2].m = 1;
     t->packed_probe[VX_ISA_AVX2].ns = 54321.5 + shift;
@@ -264,6 +265,7 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         { "line_share_ns", want->line_share_ns, got->line_share_ns },
         { "line_stream_ns", want->line_stream_ns, got->line_stream_ns },
         { "region_handoff_ns", want->region_handoff_ns, got->region_handoff_ns },
+        { "l2_alias_ways", want->l2_alias_ways, got->l2_alias_ways },
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
@@ -435,6 +437,18 @@ Test(tune, a_file_without_the_context_probe_has_none)
               loaded.fetch_next_ratio[VX_ISA_AVX512]);
 }
 
+/* ... and the alias probe: none measured (0: the model counts half of
+ * L2's ways for rows far apart). */
+Test(tune, a_file_without_the_alias_probe_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("l2_alias_ways", &saved, &loaded);
+    cr_assert_eq(loaded.l2_alias_ways, 0.0, "l2_alias_ways: expected 0, found %g", loaded.l2_alias_ways);
+    cr_assert(close_rel(loaded.region_handoff_ns, saved.region_handoff_ns),
+              "region_handoff_ns: expected %g from the file, found %g", saved.region_handoff_ns,
+              loaded.region_handoff_ns);
+}
+
 /* ... and a file without the pool's hand-off reading turns the run-time
  * class off (0), whatever the defaults say: its wake_warm_ns was timed
  * as an empty region, against which no reading compares. */
@@ -512,14 +526,15 @@ Test(tune, failed_save_names_the_real_reason)
                   { "region_handoff_ns", "region_handoff_ns" },
                   { "gemv_rows_ns_per_flop[avx2][1]", "gemv_rows_ns_per_flop" },
                   { "fetch_next_ratio[avx512]", "fetch_next_ratio" },
-                  { "context_ratio[avx2][0]", "context_ratio" } };
+                  { "context_ratio[avx2][0]", "context_ratio" },
+                  { "l2_alias_ways", "l2_alias_ways" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
                             &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
                             &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512],
-                            &bad.context_ratio[VX_ISA_AVX2][0] };
+                            &bad.context_ratio[VX_ISA_AVX2][0], &bad.l2_alias_ways };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -684,6 +699,9 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "context_ratio 0", "0.6875", "0", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "context_ratio missing a family", "0.6875,", "", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "context_ratio given as a string", "0.6875", "\"0.6875\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "l2_alias_ways under 1", "2.75", "0.5", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "l2_alias_ways above 64", "2.75", "65", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "l2_alias_ways given as a string", "2.75", "\"2.75\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "call_ns given twice", CALL_TEXT, CALL_TEXT ", \"call_ns\": 1.5", VX_ERR_INVALID_ARG);
 
     scratch_path(path, sizeof path, "no-such-file.json");
@@ -812,6 +830,35 @@ Test(tune, the_context_probe_sets_the_family_context)
                          t.context_ratio[VX_ISA_AVX2][1], M->desc.fam[1].context);
         cr_assert(close_rel(M->desc.fam[0].rate[0][0].p, MARK_P), "family 0 m=1 ns per k step: expected %g, found %g",
                   MARK_P, M->desc.fam[0].rate[0][0].p);
+    }
+}
+
+/* The model's L2 keeps far-apart rows in the ways the alias probe measured
+ * (levels.h, alias_ways) where that is fewer than half its ways (the count
+ * without the probe): 1 way here (a 2-way L2 or wider), 0 (half) for 64
+ * ways measured and without the probe. */
+Test(tune, the_alias_probe_sets_the_l2_ways_kept)
+{
+    static const struct {
+        double measured;
+        int want;
+    } cases[] = { { 1.5, 1 }, { 64.0, 0 }, { 0.0, 0 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vx_tune t;
+        distinctive(&t, 0);
+        t.l2_alias_ways = cases[i].measured;
+        char path[600];
+        scratch_path(path, sizeof path, i == 0 ? "alias0.json" : i == 1 ? "alias1.json" : "alias2.json");
+        save_ok(path, &t);
+        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
+        vx_tune_reset();
+        vx_cpu_model_reset();
+        cr_assert_eq(vx_tune_active()->measured, 1, "l2_alias_ways %g: the file was not taken", cases[i].measured);
+        const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
+        cr_assert_not_null(M, "no AVX2 model");
+        const int want = vx_hw()->l2_ways >= 4 ? cases[i].want : 0;
+        cr_assert_eq(M->desc.mem[1].alias_ways, want, "l2_alias_ways %g, a %d-way L2: expected %d ways kept, found %d",
+                     cases[i].measured, vx_hw()->l2_ways, want, M->desc.mem[1].alias_ways);
     }
 }
 

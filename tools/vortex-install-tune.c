@@ -125,6 +125,9 @@ static void summary(const vx_tune *t)
             printf(" %d-wide %.3f", set->families[f].nr, t->context_ratio[isa][f]);
         printf("\n");
     }
+    if (t->l2_alias_ways > 0)
+        printf("alias  L2 keeps in-place rows 12 KiB apart in %.2f of its %d ways%s\n", t->l2_alias_ways,
+               vx_hw()->l2_ways, t->l2_alias_ways < vx_hw()->l2_ways / 2 ? "" : " (the model counts half)");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (t->fetch_next_ratio[isa] > 0)
             printf("fetch %-6s next panel of B fetched while the row tiles run: %.3fx the time without, %s\n",

@@ -145,8 +145,10 @@ int vx_packed_a_in_place_ok(int mr, int64_t k, int64_t row_bytes, int ways, int6
  * of them, and a level keeps half the ways of each (as it keeps half its
  * capacity for an operand). Rows 8 KiB apart start in 1 of L1's 64 sets and 8
  * of a 512 KiB L2's 1024; rows 9 KiB apart (2304 floats) in 4 and 64, so a
- * 256-row panel of them stays in L2. -1 when no level of known geometry
- * keeps them. */
+ * 256-row panel of them stays in L2. Where the tune measured fewer ways
+ * keeping them (alias_ways: an Intel Xeon guest's 16-way L2 kept 128 rows
+ * 12 KiB apart, a quarter of its ways; NOTES.md, thirty-fourth session),
+ * those. -1 when no level of known geometry keeps them. */
 static int aliased_level(const vx_device_desc *d, int from, int64_t stride, int64_t piece, int64_t rows)
 {
     for (int i = from; i < d->nmem - 1; i++) {
@@ -155,7 +157,8 @@ static int aliased_level(const vx_device_desc *d, int from, int64_t stride, int6
             return -1;
         const int64_t g = vx_gcd_span(stride, L->way_bytes);
         const int64_t lines = (piece + L->line - 1) / L->line * L->line;
-        if (rows <= (int64_t)(L->ways / 2) * (L->way_bytes / (g > lines ? g : lines)))
+        const int kept = L->alias_ways > 0 ? L->alias_ways : L->ways / 2;
+        if (rows <= (int64_t)kept * (L->way_bytes / (g > lines ? g : lines)))
             return i;
     }
     return -1;

@@ -57,6 +57,8 @@ typedef struct {
      * way_bytes apart share a set, which holds `ways` lines of `line` bytes. */
     int ways, line;
     int64_t way_bytes;
+    int alias_ways;  /* ways a set keeps for such rows until they are read again (0: half of
+                        `ways`; cost.c, aliased_level) */
 } vx_mem_level;
 
 typedef struct {

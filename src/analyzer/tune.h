@@ -112,6 +112,11 @@ typedef struct {
      * in the file): its rate over the fastest family's there, in (0, 1]
      * (0: not measured). The analyzer divides the family's L1 rates by it. */
     double context_ratio[VX_ISA_COUNT][VX_TUNE_MAX_FAMILIES];
+    /* The ways of an L2 set that keep the rows of an in-place B panel for
+     * its next row tile, where the rows are a multiple of 4 KiB apart and
+     * so share few sets (the alias probe, cpu_tune.c; optional in the file,
+     * 0: not measured, and the model counts half the ways). */
+    double l2_alias_ways;
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

@@ -14,7 +14,8 @@
  *     (optional, the same), "line_share_ns": ..., "line_stream_ns": ..., "region_handoff_ns": ... (optional),
  *     "gemv_rows_ns_per_flop": { "avx512": [2 rows, 3 rows, 4 rows], ... } (optional),
  *     "fetch_next_ratio": { "avx512": time with / without, ... } (optional),
- *     "context_ratio": { "avx512": [family 0, family 1, ...], ... } (optional) }
+ *     "context_ratio": { "avx512": [family 0, family 1, ...], ... } (optional),
+ *     "l2_alias_ways": ... (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -312,6 +313,11 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
             goto out;
         }
     }
+    /* added after version 2 files were written: optional, absent = not measured */
+    if (json_object_get(root, "l2_alias_ways") && !get_num(root, "l2_alias_ways", 1.0, 64.0, &n.l2_alias_ways)) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"l2_alias_ways\" is not a number in [1, 64]", path);
+        goto out;
+    }
     /* added after version 2 files were written: optional; a file without
      * the pool's hand-off reading turns the run-time class off (0) */
     n.region_handoff_ns = 0;
@@ -448,6 +454,8 @@ static const char *non_finite(const vx_tune *t)
         return "line_stream_ns";
     if (!isfinite(t->region_handoff_ns))
         return "region_handoff_ns";
+    if (!isfinite(t->l2_alias_ways))
+        return "l2_alias_ways";
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
             if (!isfinite(t->gemv_rows_ns[isa][r]))
@@ -484,6 +492,8 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
         json_object_set_new(root, "line_share_ns", json_real(t->line_share_ns));
         json_object_set_new(root, "line_stream_ns", json_real(t->line_stream_ns));
         json_object_set_new(root, "region_handoff_ns", json_real(t->region_handoff_ns));
+        if (t->l2_alias_ways > 0)
+            json_object_set_new(root, "l2_alias_ways", json_real(t->l2_alias_ways));
         json_t *rows = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++)
             if (t->gemv_rows_ns[isa][0] > 0)

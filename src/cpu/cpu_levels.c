@@ -38,6 +38,17 @@ static int64_t set_span(int64_t bytes, int ways, int line)
  * families that run alike from one tune to the next: their spread. */
 #define CONTEXT_NOISE 0.02
 
+/* The ways of an L2 set the model counts on for rows far apart (levels.h,
+ * alias_ways): what the tune's alias probe measured, where that is fewer
+ * than half the ways (the model's count otherwise: the probe's panels of
+ * 128 rows or more cannot show the more a level of few ways keeps; AMD Zen
+ * 4's 8-way L2 ran 16x3072x768 fastest at kc = 768, NOTES.md). 0: half. */
+static int l2_alias_ways(double measured, int ways)
+{
+    const int w = (int)measured;
+    return w >= 1 && w < ways / 2 ? w : 0;
+}
+
 static void describe(vx_isa isa, vx_device_desc *d)
 {
     const vx_hw_info *hw = vx_hw();
@@ -190,12 +201,13 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * half of it (the other half holds everything else the loops touch). */
     int n = 0;
     d->mem[n++] = (vx_mem_level){ "L1", hw->l1d_bytes / 2, L1_BYTES_PER_NS, hw->l1d_ways, hw->line_bytes,
-                                  set_span(hw->l1d_bytes, hw->l1d_ways, hw->line_bytes) };
+                                  set_span(hw->l1d_bytes, hw->l1d_ways, hw->line_bytes), 0 };
     d->mem[n++] = (vx_mem_level){ "L2", hw->l2_bytes / 2, tu->bw_l2, hw->l2_ways, hw->line_bytes,
-                                  set_span(hw->l2_bytes, hw->l2_ways, hw->line_bytes) };
+                                  set_span(hw->l2_bytes, hw->l2_ways, hw->line_bytes),
+                                  l2_alias_ways(tu->l2_alias_ways, hw->l2_ways) };
     if (l3_share > 0)
-        d->mem[n++] = (vx_mem_level){ "L3", l3_share / 2, tu->bw_l3, 0, 0, 0 };
-    d->mem[n++] = (vx_mem_level){ "DRAM", INT64_MAX, tu->bw_dram, 0, 0, 0 };
+        d->mem[n++] = (vx_mem_level){ "L3", l3_share / 2, tu->bw_l3, 0, 0, 0, 0 };
+    d->mem[n++] = (vx_mem_level){ "DRAM", INT64_MAX, tu->bw_dram, 0, 0, 0, 0 };
     d->nmem = n;
     d->bw_shared = tu->bw_dram_all;
     d->bw_strided = tu->bw_strided;

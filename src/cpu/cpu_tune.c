@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyzer/cost.h"
 #include "analyzer/hw.h"
 #include "analyzer/plan.h"
 #include "analyzer/tune.h"
@@ -489,6 +490,69 @@ static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, 
         t->context_ratio[isa][f] = least / med[f];
 }
 
+/* The alias probe (tune.h, l2_alias_ways): a direct plan (A and B read in
+ * place) with the probe tile over two row tiles, one thread, B's ALIAS_K
+ * rows 12 KiB apart (ALIAS_N floats: a multiple of 4 KiB, so the rows share
+ * a few of L2's set positions), in k blocks of each of alias_kc's sizes;
+ * the second row tile re-reads each panel of a block, from L2 while the
+ * block's rows fit the ways its sets keep for them, from L3 beyond. The
+ * same over rows ALIAS_SPREAD floats shorter (spread over the sets) for a
+ * control: the largest block whose time over the control's is within
+ * ALIAS_SLACK of the least such ratio, over the set positions the rows
+ * take, is the ways kept. On an Intel Xeon guest (2 MiB, 16-way L2)
+ * 16x3072x768 on 8 x 48 ran kc = 128 / 256 / 768 in 508 / 623 / 819 us, and
+ * 16x3000x768 in 416 / 430 / 429: a quarter of the ways, where the model
+ * counted half (NOTES.md, thirty-fourth session). Block sizes in turns,
+ * each call after one of its own; medians. */
+enum { ALIAS_N = 3072, ALIAS_SPREAD = 16, ALIAS_K = 768 };
+static const int alias_kc[] = { 64, 128, 192, 256, 384, 768 };
+#define ALIAS_SLACK 0.05
+
+static void alias_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
+{
+    probe_shape ps;
+    if (!probe_shape_of(isa, &ps) || hw->l2_ways < 2 || hw->line_bytes <= 0 || hw->l2_bytes <= 0)
+        return;
+    const int64_t way_bytes = hw->l2_bytes / hw->l2_ways, stride = (int64_t)ALIAS_N * (int64_t)sizeof(float);
+    const int64_t M = 2 * PROBE_M, K = ALIAS_K, N[2] = { ALIAS_N, ALIAS_N - ALIAS_SPREAD };
+    if (way_bytes <= 0 || ((size_t)(N[0] + N[1] + M) * (size_t)K + (size_t)M * (size_t)N[0]) * sizeof(float) > big_bytes)
+        return;
+    float *b[2] = { big, big + (size_t)N[0] * (size_t)K };
+    float *a = b[1] + (size_t)N[1] * (size_t)K, *c = a + (size_t)M * (size_t)K;
+    vx_gemm_plan plan = { 0 };
+    plan.isa = isa;
+    plan.path = VX_PATH_DIRECT;
+    plan.family = ps.f;
+    plan.mr = PROBE_M;
+    plan.nr = ps.nr;
+    plan.threads_m = plan.threads_n = plan.threads = 1;
+    enum { NKC = sizeof alias_kc / sizeof alias_kc[0], MOST = 16 };
+    const int samples = passes < MOST ? passes : MOST;
+    double v[2][NKC][MOST];
+    for (int i = 0; i < samples; i++)
+        for (int j = 0; j < NKC; j++)
+            for (int w = 0; w < 2; w++) {
+                const vx_gemm_args g = { M, N[w], K, 1.0f, 0.0f, a, K, 1, b[w], N[w], 1, c, N[w], NULL };
+                plan.kc = alias_kc[j];
+                if ((v[w][j][i] = call_after_one(&g, &plan)) < 0)
+                    return;
+                v[w][j][i] /= (double)N[w];
+            }
+    double ratio[NKC], least = 1e300;
+    for (int j = 0; j < NKC; j++) {
+        ratio[j] = vx_tune_median(v[0][j], samples) / vx_tune_median(v[1][j], samples);
+        least = ratio[j] < least ? ratio[j] : least;
+    }
+    int kept = 0;
+    for (int j = 0; j < NKC; j++)
+        if (ratio[j] <= least * (1.0 + ALIAS_SLACK))
+            kept = alias_kc[j];
+    const int64_t piece = ((int64_t)ps.nr * (int64_t)sizeof(float) + hw->line_bytes - 1) / hw->line_bytes * hw->line_bytes;
+    const int64_t g = vx_gcd_span(stride, way_bytes), positions = way_bytes / (g > piece ? g : piece);
+    if (positions > 0)
+        t->l2_alias_ways = (double)kept / (double)positions;
+}
+
 /* The few-row matrix-vector kernel (tune.h, gemv_rows_ns): a matrix of
  * ROWS_LEN x ROWS_K floats (480 KiB: in L2 after the first pass), its sums
  * kept in L1 as for a matrix in the caches (vx_gemv_pass_floats); ns per
@@ -701,7 +765,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 13 };
+    enum { OTHER_STEPS = 14 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -872,6 +936,9 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (isa_runs(hw, isa))
             inplace_probe((vx_isa)isa, hw, big, big_bytes, passes, t), packed_probe((vx_isa)isa, hw, big, big_bytes, passes, t);
+
+    step(&pr, "rows 12 KiB apart in L2's sets");
+    alias_probe(isa_runs(hw, VX_ISA_AVX512) ? VX_ISA_AVX512 : VX_ISA_AVX2, hw, big, big_bytes, passes, t);
 
     step(&pr, "next-panel fetches");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
