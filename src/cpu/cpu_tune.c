@@ -260,6 +260,21 @@ static int probe_shape_of(vx_isa isa, probe_shape *ps)
     return 1;
 }
 
+/* A probe's plan: the path and tile on one thread, k blocks of kc (the
+ * other blocks the caller's, else the driver's). */
+static vx_gemm_plan probe_plan(vx_isa isa, vx_path path, int f, int mr, int nr, int64_t kc)
+{
+    vx_gemm_plan p = { 0 };
+    p.isa = isa;
+    p.path = path;
+    p.family = f;
+    p.mr = mr;
+    p.nr = nr;
+    p.kc = kc;
+    p.threads_m = p.threads_n = p.threads = 1;
+    return p;
+}
+
 /* Carve the probes' operands out of big: `copies` B matrices of b_floats
  * (enough to exceed four times L2, so a pass over one evicts the others
  * from L2 and each pass reads its B from L3), then A and C. 0 when big is
@@ -334,16 +349,9 @@ static void packed_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t bi
     float *a, *c;
     if (!probe_buffers(hw, big, big_bytes, b_floats, (size_t)M * K, (size_t)M * N, &copies, &a, &c))
         return;
-    vx_gemm_plan plan = { 0 };
-    plan.isa = isa;
-    plan.path = VX_PATH_PACKED;
-    plan.family = f;
-    plan.mr = m;
-    plan.nr = nr;
+    vx_gemm_plan plan = probe_plan(isa, VX_PATH_PACKED, f, m, nr, K);
     plan.mc = (M + m - 1) / m * m;
-    plan.kc = K;
     plan.nc = N;
-    plan.threads_m = plan.threads_n = plan.threads = 1;
     double best = 1e300;
     for (int pass = -1; pass < 2 * passes; pass++) {
         const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, big + (size_t)(pass + 1) % copies * b_floats,
@@ -396,14 +404,7 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
     if (((size_t)(N + M) * (size_t)K + (size_t)M * (size_t)N) * sizeof(float) > big_bytes)
         return;
     float *b = big, *a = big + (size_t)N * (size_t)K, *c = a + (size_t)M * (size_t)K;
-    vx_gemm_plan plan = { 0 };
-    plan.isa = isa;
-    plan.path = VX_PATH_PACK_B;
-    plan.family = ps.f;
-    plan.mr = PROBE_M;
-    plan.nr = ps.nr;
-    plan.kc = K;
-    plan.threads_m = plan.threads_n = plan.threads = 1;
+    const vx_gemm_plan plan = probe_plan(isa, VX_PATH_PACK_B, ps.f, PROBE_M, ps.nr, K);
     const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
     enum { MOST = 64 };
     const int samples = 4 * passes < MOST ? 4 * passes : MOST;
@@ -462,16 +463,9 @@ static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, 
         }
         if (best_m == 0)
             return;
-        memset(&plan[f], 0, sizeof plan[f]);
-        plan[f].isa = isa;
-        plan[f].path = VX_PATH_PACKED;
-        plan[f].family = f;
-        plan[f].mr = best_m;
-        plan[f].nr = F->nr;
+        plan[f] = probe_plan(isa, VX_PATH_PACKED, f, best_m, F->nr, K);
         plan[f].mc = CONTEXT_ROWS / best_m * best_m;
-        plan[f].kc = K;
         plan[f].nc = N;
-        plan[f].threads_m = plan[f].threads_n = plan[f].threads = 1;
     }
     const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
     enum { MOST = 16 };
@@ -519,13 +513,7 @@ static void alias_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big
         return;
     float *b[2] = { big, big + (size_t)N[0] * (size_t)K };
     float *a = b[1] + (size_t)N[1] * (size_t)K, *c = a + (size_t)M * (size_t)K;
-    vx_gemm_plan plan = { 0 };
-    plan.isa = isa;
-    plan.path = VX_PATH_DIRECT;
-    plan.family = ps.f;
-    plan.mr = PROBE_M;
-    plan.nr = ps.nr;
-    plan.threads_m = plan.threads_n = plan.threads = 1;
+    vx_gemm_plan plan = probe_plan(isa, VX_PATH_DIRECT, ps.f, PROBE_M, ps.nr, 0);
     enum { NKC = sizeof alias_kc / sizeof alias_kc[0], MOST = 16 };
     const int samples = passes < MOST ? passes : MOST;
     double v[2][NKC][MOST];
@@ -549,8 +537,11 @@ static void alias_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big
             kept = alias_kc[j];
     const int64_t piece = ((int64_t)ps.nr * (int64_t)sizeof(float) + hw->line_bytes - 1) / hw->line_bytes * hw->line_bytes;
     const int64_t g = vx_gcd_span(stride, way_bytes), positions = way_bytes / (g > piece ? g : piece);
-    if (positions > 0)
-        t->l2_alias_ways = (double)kept / (double)positions;
+    /* within the file's range (a block of rows over more positions than it
+     * has rows, or a level keeping more than 64 ways: the ends) */
+    const double ways = positions > 0 ? (double)kept / (double)positions : 0.0;
+    if (ways > 0)
+        t->l2_alias_ways = ways < 1.0 ? 1.0 : ways > 64.0 ? 64.0 : ways;
 }
 
 /* The few-row matrix-vector kernel (tune.h, gemv_rows_ns): a matrix of
