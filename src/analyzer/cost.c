@@ -155,10 +155,9 @@ static int aliased_level(const vx_device_desc *d, int from, int64_t stride, int6
         const vx_mem_level *L = &d->mem[i];
         if (L->ways < 2 || L->way_bytes <= 0 || L->line <= 0)
             return -1;
-        const int64_t g = vx_gcd_span(stride, L->way_bytes);
         const int64_t lines = (piece + L->line - 1) / L->line * L->line;
         const int kept = L->alias_ways > 0 ? L->alias_ways : L->ways / 2;
-        if (rows <= (int64_t)kept * (L->way_bytes / (g > lines ? g : lines)))
+        if (rows <= vx_rows_held(stride, kept, L->way_bytes, (int)lines))
             return i;
     }
     return -1;

@@ -275,6 +275,19 @@ static vx_gemm_plan probe_plan(vx_isa isa, vx_path path, int f, int mr, int nr, 
     return p;
 }
 
+/* B (K x N), then A (M x K) and C (M x N), one after the other from the
+ * start of big; 0 when big is too small. */
+static int probe_operands(float *big, size_t big_bytes, int64_t M, int64_t N, int64_t K, float **a, float **b,
+                          float **c)
+{
+    if (((size_t)(N + M) * (size_t)K + (size_t)M * (size_t)N) * sizeof(float) > big_bytes)
+        return 0;
+    *b = big;
+    *a = big + (size_t)N * (size_t)K;
+    *c = *a + (size_t)M * (size_t)K;
+    return 1;
+}
+
 /* Carve the probes' operands out of big: `copies` B matrices of b_floats
  * (enough to exceed four times L2, so a pass over one evicts the others
  * from L2 and each pass reads its B from L3), then A and C. 0 when big is
@@ -401,9 +414,9 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
     if (isa != VX_ISA_AVX512 || !probe_shape_of(isa, &ps))
         return;
     const int64_t M = VX_PROBE_PACKED_M, N = ps.N, K = FETCH_PROBE_K;
-    if (((size_t)(N + M) * (size_t)K + (size_t)M * (size_t)N) * sizeof(float) > big_bytes)
+    float *a, *b, *c;
+    if (!probe_operands(big, big_bytes, M, N, K, &a, &b, &c))
         return;
-    float *b = big, *a = big + (size_t)N * (size_t)K, *c = a + (size_t)M * (size_t)K;
     const vx_gemm_plan plan = probe_plan(isa, VX_PATH_PACK_B, ps.f, PROBE_M, ps.nr, K);
     const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
     enum { MOST = 64 };
@@ -447,9 +460,9 @@ static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, 
     const vx_ukernel_set *set = vx_ukernels(isa);
     const int nf = set->nfamilies < VX_TUNE_MAX_FAMILIES ? set->nfamilies : VX_TUNE_MAX_FAMILIES;
     const int64_t M = CONTEXT_M, N = VX_PROBE_N / 192 * 192, K = FETCH_PROBE_K;
-    if (nf < 1 || ((size_t)(N + M) * (size_t)K + (size_t)M * (size_t)N) * sizeof(float) > big_bytes)
+    float *a, *b, *c;
+    if (nf < 1 || !probe_operands(big, big_bytes, M, N, K, &a, &b, &c))
         return;
-    float *b = big, *a = big + (size_t)N * (size_t)K, *c = a + (size_t)M * (size_t)K;
     vx_gemm_plan plan[VX_TUNE_MAX_FAMILIES];
     for (int f = 0; f < nf; f++) {
         const vx_ukernel_family *F = &set->families[f];
@@ -536,7 +549,7 @@ static void alias_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t big
         if (ratio[j] <= least * (1.0 + ALIAS_SLACK))
             kept = alias_kc[j];
     const int64_t piece = ((int64_t)ps.nr * (int64_t)sizeof(float) + hw->line_bytes - 1) / hw->line_bytes * hw->line_bytes;
-    const int64_t g = vx_gcd_span(stride, way_bytes), positions = way_bytes / (g > piece ? g : piece);
+    const int64_t positions = vx_rows_held(stride, 1, way_bytes, (int)piece); /* one row a set position */
     /* within the file's range (a block of rows over more positions than it
      * has rows, or a level keeping more than 64 ways: the ends) */
     const double ways = positions > 0 ? (double)kept / (double)positions : 0.0;
