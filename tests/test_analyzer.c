@@ -1269,11 +1269,10 @@ VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again,
     for (int i = 0; i < d.nmem; i++)
         d.mem[i].line = (int)line;
     /* k = 16, one k block: A (m x 16) within the second level, B within
-     * the first; C (m x 4 n0: the fewest row tiles, a power of two, that
-     * put it beyond the second level: 128 of a 9 x 16 tile) */
-    int64_t tiles = 1;
-    while (e * tiles * m0 * 4 * n0 <= d.mem[1].bytes)
-        tiles *= 2;
+     * the first; C (m x 4 n0: the fewest row tiles that put it beyond the
+     * second level, 114 of a 9 x 16 tile; a power of two, 256 of an 8 x 16
+     * tile, put A at exactly half the level) */
+    const int64_t tiles = d.mem[1].bytes / (e * m0 * 4 * n0) + 1;
     const int64_t m = tiles * (int64_t)m0, k = 16;
     const vx_problem four = {.m = m, .n = 4 * n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
     const vx_problem one = {.m = m, .n = n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};

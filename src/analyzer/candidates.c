@@ -78,7 +78,11 @@ static int build_l0(const vx_device_desc *d, vx_candidates *c, vx_l0_cand *out)
          * the first level holds at any stride (rows a way apart, the
          * worst: its ways, less the slack): the in-place plans take no
          * taller one over such rows of A (cost.h, vx_in_place_a_rows_max;
-         * 4096x16x4096 on 10x16 tiles ran in 0.32x the time of 30x16). */
+         * 4096x16x4096 on 10x16 tiles ran in 0.32x the time of 30x16).
+         * Among the fast tiles first, else among all that fit the
+         * registers: a tune whose L1 rates put 16-wide tiles of 10 rows or
+         * fewer under keep_rate_frac of 30 x 16 left that family none (an
+         * Intel Xeon guest; NOTES.md, thirty-fourth session). */
         const vx_mem_level *L1 = &d->mem[0];
         const int64_t safe = vx_in_place_a_rows_max(L1->way_bytes, L1->ways, L1->way_bytes, L1->line);
         int have_safe = 0;
@@ -87,7 +91,12 @@ static int build_l0(const vx_device_desc *d, vx_candidates *c, vx_l0_cand *out)
         for (int i = nfast - 1; !have_safe && i >= 0; i--)
             if (fast[i] <= safe) {
                 keep[fast[i]] = 1;
-                break;
+                have_safe = 1;
+            }
+        for (int m = safe < F->m_max ? (int)safe : F->m_max; !have_safe && m >= 1; m--)
+            if (m <= VX_MAX_TILE_M && ok[m]) {
+                keep[m] = 1;
+                have_safe = 1;
             }
         for (int m = F->m_max; m >= 1; m--)
             if (m <= VX_MAX_TILE_M && keep[m])
