@@ -206,6 +206,41 @@ Test(conv_view, band_runs_count_the_tap_columns_whose_pixels_differ)
     }
 }
 
+/* The in-place path's order over a cell (vx_conv_inplace_all_panels): a
+ * re-read that stays in half of L2 is free, beyond it the order re-reading
+ * fewer bytes wins, and which operand is smaller breaks a tie. And what a
+ * cell's rows read of the input per pixel (vx_conv_pixel_elems). */
+Test(conv_view, inplace_cell_order_follows_the_far_rereads)
+{
+    const double fit = 1 << 20, MB = 1 << 20;
+    double far = -1;
+    /* both fit: the smaller re-read */
+    cr_expect(vx_conv_inplace_all_panels(0.5 * MB, 0.8 * MB, 50, 8, fit, &far) == 1 && far == 0, "far %g", far);
+    cr_expect(vx_conv_inplace_all_panels(0.8 * MB, 0.5 * MB, 50, 8, fit, &far) == 0 && far == 0, "far %g", far);
+    /* only the filter fits: all panels first, whatever the sizes */
+    cr_expect(vx_conv_inplace_all_panels(0.9 * MB, 0.2 * MB * 1000, 50, 8, fit, &far) == 1 && far == 0);
+    /* only the input fits: one panel at a time, even with the filter smaller */
+    cr_expect(vx_conv_inplace_all_panels(4 * MB, 0.9 * MB, 92, 8, fit, &far) == 0 && far == 0);
+    /* neither: ResNet-50's 3x3 stride-2 layer of 512 channels at batch 13,
+     * a 1 x 2 cell: 92 row passes over 4.7 MB, or 8 panels over 5.2 MB */
+    const double filter = 4.0 * 4608 * 256, input = 4.0 * 637 * 2048;
+    cr_expect(vx_conv_inplace_all_panels(filter, input, 92, 8, fit, &far) == 0);
+    cr_expect_float_eq(far, 7 * input, 1e-6 * input, "far %g, expected the input again 7 times", far);
+    /* ... and many panels over a few rows: the filter re-read */
+    cr_expect(vx_conv_inplace_all_panels(filter, input, 3, 64, fit, &far) == 1);
+    cr_expect_float_eq(far, 2 * filter, 1e-6 * filter, "far %g, expected the filter again twice", far);
+    /* a 3x3 stride-2 filter reads all four input pixels under an output
+     * pixel, a 1x1 stride-2 one only one of them */
+    cr_expect_float_eq(vx_conv_pixel_elems(512, 3, 3, 2, 2), 2048.0, 1e-9);
+    cr_expect_float_eq(vx_conv_pixel_elems(1024, 1, 1, 2, 2), 1024.0, 1e-9);
+    cr_expect_float_eq(vx_conv_pixel_elems(64, 3, 3, 1, 1), 64.0, 1e-9);
+    /* the view carries it for the NHWC in-place path (a group's channels) */
+    const vx_conv2d_params p = { VX_NHWC, 13, 512, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 2, VX_ACT_NONE };
+    vx_conv_view v;
+    vx_conv_view_of(&p, &v);
+    cr_expect_float_eq(v.shape.a_pixel_elems, 1024.0, 1e-9, "pixel elements %g", v.shape.a_pixel_elems);
+}
+
 /* An integer in [lo, hi], log-uniform. */
 static int64_t pick(vt_rng *r, int64_t lo, int64_t hi)
 {
@@ -242,6 +277,7 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_random_views, TMO)
             s.a_edge_rows = s.a_img ? (int64_t)(vt_rng_next(&r) % 5) : 0;
             s.a_band_runs = s.a_row && vt_rng_next(&r) % 2 ? pick(&r, 1, 12) : 0;
             s.a_band_pixels = s.a_band_runs ? 0.5 + (double)(vt_rng_next(&r) % 64) / 4.0 : 0.0;
+            s.a_pixel_elems = s.a_row && vt_rng_next(&r) % 2 ? (double)pick(&r, 1, 8192) : 0.0;
         }
         s.b_prepacked = vt_rng_next(&r) % 3 == 0; /* a packed filter's panels, read not copied */
         s.a_prepacked = vt_rng_next(&r) % 3 == 0;
@@ -836,6 +872,56 @@ VT_ISA_TEST(cost, inplace_overlap_scales_the_streams_and_calibrates, TMO)
     const double s = vx_cost_inplace_stall(&d, fam, m, 2304, 384, t);
     cr_assert_float_eq(s, 0.3, 0.02, "calibrated stall %g from a run priced at 0.3", s);
     cr_assert_float_eq(vx_cost_inplace_stall(&d, fam, m, 2304, 384, 0), 1.0, 1e-12, "not measured: full price");
+    vx_candidates_free(&c);
+}
+
+/* The model view of a convolution (plan.c's problem_of, for the fields
+ * the in-place path's price reads). */
+static vx_problem conv_problem(const vx_conv2d_params *cp)
+{
+    vx_conv_view v;
+    vx_conv_view_of(cp, &v);
+    const vx_gemm_shape *s = &v.shape;
+    return (vx_problem){ .m = v.m, .n = v.n, .k = v.k, .b_trans = 1, .a_in_place_ok = 1, .a_seg = s->a_seg,
+                         .a_run = s->a_run, .a_row = s->a_row, .a_edge = s->a_edge, .a_img = s->a_img,
+                         .a_edge_rows = s->a_edge_rows, .a_pitch = s->a_pitch, .a_kfrac = s->a_kfrac,
+                         .b_kfrac = s->b_kfrac, .a_band_runs = s->a_band_runs,
+                         .a_band_pixels = s->a_band_pixels, .a_pixel_elems = s->a_pixel_elems };
+}
+
+/* A convolution's in-place plan pays what its cells re-read from beyond L2
+ * (cost.c, conv_far_ns: the order vx_conv_inplace_all_panels picks): with
+ * the levels past L2 made slow, ResNet-50's 3x3 stride-2 layer of 512
+ * channels at batch 13 on a 1 x 2 grid (4.7 MB of filter and 5.2 MB of
+ * input a cell) costs more than without the input's size, by at least 7
+ * re-reads of the input (256 channels a cell, panels of 32 or fewer) at
+ * the far levels' rate; a layer whose filter and input
+ * both stay in L2 costs the same either way. */
+VT_ISA_TEST(cost, conv_in_place_pays_its_far_rereads, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    cr_assert(d.nmem >= 3, "a level beyond L2");
+    for (int i = 2; i < d.nmem; i++)
+        d.mem[i].bw = 0.5; /* bytes per ns */
+    d.bw_shared = 1.0;
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_COPY_B), g12 = grid_of(&c, 1, 2);
+    const vx_conv2d_params big = { VX_NHWC, 13, 512, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, VX_ACT_NONE };
+    vx_problem p = conv_problem(&big);
+    cr_assert(p.a_pixel_elems > 0);
+    const double with = vx_cost_price(&d, &c, &p, l1, g12);
+    p.a_pixel_elems = 0;
+    const double without = vx_cost_price(&d, &c, &p, l1, g12);
+    const double input = 4.0 * (double)p.m * 2048.0;
+    cr_assert(with >= without + 7.0 * input / 0.5 * 0.999, "priced %g ns with the far re-reads, %g without: "
+              "expected at least %g more", with, without, 7.0 * input / 0.5);
+    const vx_conv2d_params small = { VX_NHWC, 1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, VX_ACT_NONE };
+    vx_problem q = conv_problem(&small);
+    const double fits = vx_cost_price(&d, &c, &q, l1, g12);
+    q.a_pixel_elems = 0;
+    cr_assert_float_eq(fits, vx_cost_price(&d, &c, &q, l1, g12), 1e-9 * fits,
+                       "a cell within L2 re-reads nothing far");
     vx_candidates_free(&c);
 }
 

@@ -210,6 +210,114 @@ Test(conv_paths, band_tiles_forced_on_and_off, .timeout = TMO)
     vx_conv_inplace_force_band(-1);
 }
 
+/* One NHWC in-place call under a forced plan and cell order (mode of
+ * vx_conv_inplace_force_order) into out; the filter plain, or packed
+ * before the call where pf is given. */
+static void inplace_run(const vx_conv2d_params *p, const vx_gemm_plan *ov, int order, const float *in,
+                        const float *filt, const vx_conv2d_filter *pf, const float *bias, float *out)
+{
+    vx_conv_inplace_force_order(order);
+    vx_plan_set_override(ov);
+    const vx_status st = pf ? dyn_conv2d_packed(p, in, pf, bias, out) : dyn_conv2d(p, in, filt, bias, out);
+    vx_plan_set_override(NULL);
+    vx_conv_inplace_force_order(-1);
+    cr_assert_eq(st, VX_OK, "forced in-place %dx%d, order %d: %s", ov->mr, ov->nr, order, vx_last_error());
+}
+
+/* The in-place path's two orders over a cell (conv_inplace.c, run_cell:
+ * all its filter panels packed first and the rows over all of them, or
+ * one panel at a time and the rows over each), forced on every family
+ * over grids that split the pixels and the panels: each agrees with the
+ * float64 reference (NCHW run as NHWC too), and the two write the same
+ * output bit for bit (every tile makes the same calls, in another order),
+ * with the filter plain or packed before the call. */
+Test(conv_paths, inplace_cell_orders_forced_alike, .timeout = TMO)
+{
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    static const int grids[][2] = { { 1, 1 }, { 2, 1 }, { 1, 2 } };
+    char what[96];
+    for (int order = 1; order >= 0; order--)
+        for (int f = 0; f < set->nfamilies; f++)
+            for (int g = 0; g < 3; g++) {
+                vx_gemm_plan ov;
+                memset(&ov, 0, sizeof ov);
+                ov.path = VX_PATH_PACK_B;
+                ov.nr = set->families[f].nr;
+                ov.mr = set->families[f].mr_max;
+                ov.conv_via_nhwc = g == 2;
+                ov.threads_m = grids[g][0];
+                ov.threads_n = grids[g][1];
+                ov.threads = grids[g][0] * grids[g][1];
+                snprintf(what, sizeof what, "cell order %s, forced pack_b %dx%d grid=%dx%d",
+                         order ? "all panels first" : "one panel at a time", ov.mr, ov.nr, grids[g][0], grids[g][1]);
+                vx_conv_inplace_force_order(order);
+                run_forced(&ov, what);
+            }
+    vx_conv_inplace_force_order(-1);
+    /* several panels a cell (k over the widest tile), whole images and rows
+     * cut by the grid, a stride, two groups */
+    static const shape cases[] = {
+        { 2, 16, 8, 8, 100, 3, 3, 1, 1, 1, 1 },
+        { 3, 20, 7, 7, 140, 3, 3, 2, 1, 1, 1 },
+        { 1, 33, 6, 9, 130, 5, 3, 1, 2, 1, 1 },
+        { 2, 12, 9, 10, 136, 3, 3, 1, 1, 1, 2 },
+    };
+    int compared = 0;
+    for (int f = 0; f < set->nfamilies; f++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            for (int g = 0; g < 3; g++) {
+                const shape *x = &cases[i];
+                vx_conv2d_params p = { .layout = VX_NHWC, .n = x->n, .c = x->c, .h = x->h, .w = x->w, .k = x->k,
+                                       .r = x->r, .s = x->s, .stride_h = x->stride, .stride_w = x->stride,
+                                       .pad_h = x->pad, .pad_w = x->pad, .dilation_h = x->dil,
+                                       .dilation_w = x->dil, .groups = x->groups, .activation = VX_ACT_RELU };
+                vx_gemm_plan ov;
+                memset(&ov, 0, sizeof ov);
+                ov.path = VX_PATH_PACK_B;
+                ov.nr = set->families[f].nr;
+                ov.mr = set->families[f].mr_max;
+                ov.threads_m = grids[g][0];
+                ov.threads_n = grids[g][1];
+                ov.threads = grids[g][0] * grids[g][1];
+                int64_t oh, ow;
+                cr_assert_eq(vx_conv2d_output_dims(&p, &oh, &ow), VX_OK);
+                const size_t nin = (size_t)(p.n * p.c * p.h * p.w), nf = (size_t)(p.k * p.c / p.groups * p.r * p.s),
+                             nout = (size_t)(p.n * p.k * oh * ow);
+                float *in = malloc(nin * sizeof *in), *filt = malloc(nf * sizeof *filt);
+                float *bias = malloc((size_t)p.k * sizeof *bias), *out[4];
+                cr_assert(in && filt && bias);
+                for (int j = 0; j < 4; j++)
+                    cr_assert_not_null(out[j] = malloc(nout * sizeof *out[j]));
+                vt_rng r;
+                vt_rng_seed(&r, 91 + i);
+                for (size_t j = 0; j < nin; j++)
+                    in[j] = vt_rng_float(&r);
+                for (size_t j = 0; j < nf; j++)
+                    filt[j] = vt_rng_float(&r);
+                for (int64_t j = 0; j < p.k; j++)
+                    bias[j] = vt_rng_float(&r);
+                vx_conv2d_filter *pf = NULL;
+                cr_assert_eq(vx_conv2d_filter_create(&p, filt, &pf), VX_OK, "%s", vx_last_error());
+                for (int j = 0; j < 4; j++)
+                    inplace_run(&p, &ov, j & 1, in, filt, j & 2 ? pf : NULL, bias, out[j]);
+                for (int j = 1; j < 4; j++)
+                    cr_assert(memcmp(out[0], out[j], nout * sizeof *out[0]) == 0,
+                              "case %zu, forced pack_b %dx%d grid=%dx%d: %s, filter %s, differs from one panel at "
+                              "a time, filter plain", i, ov.mr, ov.nr, grids[g][0], grids[g][1],
+                              j & 1 ? "all panels first" : "one panel at a time", j & 2 ? "packed" : "plain");
+                compared++;
+                vx_conv2d_filter_destroy(pf);
+                for (int j = 0; j < 4; j++)
+                    free(out[j]);
+                free(in);
+                free(filt);
+                free(bias);
+            }
+    cr_assert(compared > 0);
+}
+
 /* A packed filter (dyn_conv2d_packed) on every path and family, and NCHW
  * run as NHWC: the paths that read its panels (the in-place path, the
  * pointwise pack-B GEMM) and those that read its copy (the rest) agree

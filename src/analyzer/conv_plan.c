@@ -148,6 +148,7 @@ void vx_conv_view_of(const vx_conv2d_params *p, vx_conv_view *v)
             v->shape.a_band_runs = band_runs(p, v, &v->shape.a_band_pixels);
             const double used = (double)(v->r1 - v->r0) * (double)(v->s1 - v->s0) / ((double)p->r * (double)p->s);
             v->shape.b_kfrac = used < 0.999 ? used : 0.0;
+            v->shape.a_pixel_elems = vx_conv_pixel_elems(v->cg, p->r, p->s, p->stride_h, p->stride_w);
         }
         /* the in-place path keeps a filter row's taps in a fixed table */
         v->shape.a_gathered = !v->pointwise && (p->s > VX_CONV_INPLACE_MAX_S ||

@@ -55,6 +55,38 @@ enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
  * not priced. */
 #define VX_BAND_MARGIN 0.9
 
+/* The order a cell of the NHWC in-place path runs in (conv_inplace.c,
+ * run_cell): all its filter panels packed first and every output row
+ * passing over all of them (the input read once, the packed filter again
+ * per row), or one panel packed at a time and every row passing over it
+ * (the filter read once, the input again per panel). A re-read is free
+ * while what it reads fits `fit` bytes (half the unit's L2, where it stays
+ * between passes); beyond, the order that re-reads fewer bytes runs, and
+ * *far is what it re-reads (0: neither does). Which operand is larger
+ * decides a tie. On an Intel Xeon guest whose reported L3 (480 MiB) read
+ * at 15-30 GB/s, ResNet-50's 3x3 stride-2 layer of 512 channels at batch
+ * 13 (NHWC) had kept all 4.7 MB of a thread's panels "in its L3 share"
+ * and re-read them for each of 92 rows: 1 x 2 grid 21.7 ms, one thread
+ * 18.6, the panels one at a time 8.6 (oneDNN 11.5; NOTES.md,
+ * thirty-fifth session). */
+static inline int vx_conv_inplace_all_panels(double filter_bytes, double input_bytes, double rows, double panels,
+                                             double fit, double *far)
+{
+    const double all = filter_bytes <= fit ? 0.0 : (rows - 1.0) * filter_bytes;
+    const double one = input_bytes <= fit ? 0.0 : (panels - 1.0) * input_bytes;
+    *far = all < one ? all : one;
+    return all < one || (all == one && filter_bytes <= input_bytes);
+}
+
+/* The input elements under each output pixel that a cell's rows read
+ * (NHWC in place): a group's c channels at each of the pixel's stride_h x
+ * stride_w input pixels, or only at the taps where the filter is smaller than the
+ * stride (a 1x1 stride-2 filter reads a quarter of the map). */
+static inline double vx_conv_pixel_elems(int64_t c, int64_t r, int64_t s, int64_t stride_h, int64_t stride_w)
+{
+    return (double)c * (double)(r < stride_h ? r : stride_h) * (double)(s < stride_w ? s : stride_w);
+}
+
 static inline double vx_conv_tile_cost(int64_t m, int64_t mr, const vx_rate *rate)
 {
     if (m <= 0)

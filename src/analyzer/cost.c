@@ -742,6 +742,25 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
     return band <= VX_BAND_MARGIN * pieces ? band : pieces;
 }
 
+/* What a cell of a convolution's in-place patches re-reads from beyond
+ * L2 (the order it runs in, vx_conv_inplace_all_panels: its packed filter
+ * per row of pixels, or its input per panel) at the rate of the level
+ * that holds it (the second level holds half the unit's L2, levels.h, as
+ * the executor counts). The cell's pixels and panels are x's. */
+static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int n0, const grid_ctx *x)
+{
+    if (p->a_pixel_elems <= 0 || p->a_row <= 0 || d->nmem < 3)
+        return 0.0;
+    const double e = d->elem_bytes;
+    const double filter = e * (double)x->cols * (double)n0 * (double)p->k;
+    const double input = e * (double)x->m_c * p->a_pixel_elems;
+    const double rows = (double)cdiv(x->m_c, p->a_row) + 1.0;
+    double far;
+    const int all = vx_conv_inplace_all_panels(filter, input, rows, (double)x->cols, (double)d->mem[1].bytes,
+                                               &far);
+    return far > 0 ? far * x->nspb[level_for(d, all ? filter : input)] : 0.0;
+}
+
 /* L0 calls per row tile and column tile over all of k with k block kb:
  * an in-place A cut into segments (a convolution's taps) needs one per k
  * block of every segment. */
@@ -896,7 +915,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
          * 2 AMD Zen 4 cores; priced so, 33.3 ms predicted, 33.7 run). */
         const double a_first = e * (double)m_c * (double)p->a_seg * x->a_home;
         const double a_again = a_cell * (double)cols * x->nspb[1];
-        return copy_b + a_first + dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_again);
+        return copy_b + a_first +
+               dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_again + conv_far_ns(d, p, n0, x));
     }
     const double c_again = c_rewalk_ns(d, p, F, b->mode, m0, kb, KB, x);
     const int a_level = level_for(d, e * (double)m_c * (double)kb);

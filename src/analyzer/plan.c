@@ -36,6 +36,7 @@ static void problem_of(const vx_gemm_shape *s, vx_problem *p)
     p->a_pitch = s->a_pitch;
     p->a_band_runs = s->a_band_runs;
     p->a_band_pixels = s->a_band_pixels;
+    p->a_pixel_elems = s->a_pixel_elems;
     p->a_kfrac = s->a_kfrac;
     p->b_kfrac = s->b_kfrac;
     p->b_prepacked = s->b_prepacked;
@@ -126,6 +127,7 @@ int64_t vx_shape_geometry_key(const vx_gemm_shape *s)
                        ((uint64_t)s->a_edge_rows << 4) ^ ((uint64_t)(s->a_kfrac * 65536.0) << 8) ^
                        ((uint64_t)(s->b_kfrac * 65536.0) << 30) ^ ((uint64_t)s->a_pitch << 14) ^
                        ((uint64_t)s->a_band_runs << 52) ^ ((uint64_t)(s->a_band_pixels * 256.0) << 26) ^
+                       ((uint64_t)s->a_pixel_elems << 20) ^
                        ((uint64_t)s->b_prepacked << 62) ^ ((uint64_t)s->a_prepacked << 61);
     return (int64_t)(h & INT64_MAX);
 }

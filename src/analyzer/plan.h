@@ -42,6 +42,8 @@ typedef struct {
     int64_t a_pitch;      /* > 0: A in place (segments) has rows this many elements apart */
     int64_t a_band_runs;  /* > 0: band tiles allowed, with this many times the calls (levels.h) */
     double a_band_pixels; /* ... each tap column over this many of a row's pixels (levels.h) */
+    double a_pixel_elems; /* > 0: A in place (a convolution's input) holds this many elements
+                             under each row of A, its output pixel (levels.h) */
     int b_prepacked;      /* B's nr-wide panels exist already (a packed filter): pack-B plans
                              read them instead of packing (levels.h) */
     int a_prepacked;      /* A's mr-row panels exist already (an NCHW packed filter): packed

@@ -40,6 +40,13 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
  * Not thread-safe: set it while no convolution runs. */
 void vx_conv_inplace_force_band(int mode);
 
+/* Testing: the order a cell of the in-place path runs in (conv_inplace.c,
+ * run_cell; analyzer/conv_plan.h, vx_conv_inplace_all_panels) -1 as the
+ * re-reads decide (the default), 0 one filter panel at a time, 1 all the
+ * cell's panels first (where they fit its buffer). Not thread-safe: set it
+ * while no convolution runs. */
+void vx_conv_inplace_force_order(int mode);
+
 /* NHWC, one group, not pointwise, in the dot form (plan->path ==
  * VX_PATH_DOT): patches gathered row-major per k block, the filter read in
  * place; plan->kc is the k block, plan->threads the threads. conv_dot.c. */

@@ -33,7 +33,7 @@ typedef struct {
     const vx_ukernel_seg_fn *seg; /* the same in segments: seg[m - 1] */
     const vx_rate *rate;         /* the family's tuned L0 rates, A in place: rate[m - 1] */
     int64_t seg_max_bytes;       /* most packed filter one segmented call reads (segment) */
-    double cache_share;          /* bytes of the last-level cache per running thread (run_cell) */
+    double l2_bytes;             /* a unit's L2: what a cell re-reads beyond half of it is far (run_cell) */
     const float *in, *bias;
     float *out;
     const float *filter;         /* KRSC, or KCRS where filter_kcrs */
@@ -281,7 +281,10 @@ typedef struct {
     int64_t lo, hi; /* the tile's pixels [lo, hi) that read it */
 } band_run;
 
-static int band_force = -1; /* testing: -1 priced, 0 never, 1 always */
+static int band_force = -1;  /* testing: -1 priced, 0 never, 1 always */
+static int order_force = -1; /* testing: -1 by the re-reads, 0 one panel at a time, 1 all panels first */
+
+void vx_conv_inplace_force_order(int mode) { order_force = mode < 0 ? -1 : mode > 0; }
 
 void vx_conv_inplace_force_band(int mode) { band_force = mode < 0 ? -1 : mode > 0; }
 
@@ -653,20 +656,17 @@ static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t 
 }
 
 /* One cell: pixels [m0, m1) x column panels [q0, q1) of group g, with this
- * thread's buffer for packed panels. Whichever operand of the cell is
- * larger is streamed once and the smaller re-read: with the cell's packed
- * filter smaller than its input, all its panels are packed first and every
- * output row passes over all of them (the input rows are read once); with
- * the filter larger (small maps, many channels: ResNet's last stage), one
- * panel is packed at a time and every row passes over it while it sits in
- * L2 (the filter is read once). Re-reading the smaller operand is cheap
- * only while it stays in this thread's share of the last-level cache:
- * when the packed filter does not (512 channels in and out, 3x3: 4.7 MB a
- * thread against a 4 MB share), every output row would stream it from
- * DRAM again, so the panels go one at a time unless that costs more
- * (the input re-read once per panel). 64x512x7x7, 512 3x3 filters, on AMD
- * Zen 1, 2 threads: 238 -> 202 ms; the seven suite cases this moves,
- * 0.78x -> 0.94x of oneDNN (NOTES.md, eleventh session). */
+ * thread's buffer for packed panels. Either all its filter panels are
+ * packed first and every output row passes over all of them (the input
+ * rows read once, the filter re-read per row), or one panel is packed at a
+ * time and every row passes over it while it sits in L2 (the filter read
+ * once, the input re-read per panel): vx_conv_inplace_all_panels picks by
+ * what each re-reads from beyond L2. A last-level cache does not make the
+ * filter's re-reads cheap: at 512 channels in and out (3x3, 4.7 MB of
+ * panels a thread) they ran from DRAM on AMD Zen 1 (64x512x7x7, 2
+ * threads: 238 ms all panels first, 202 one at a time; NOTES.md, eleventh
+ * session), and at the L3's 15-30 GB/s on an Intel Xeon guest (13x512x14x14
+ * stride 2: 21.7 ms against 8.6; thirty-fifth session). */
 static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float *buf)
 {
     const vx_conv2d_params *p = J->p;
@@ -682,14 +682,16 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
         vx_conv_inside(J->v->p, p->h, p->stride_h, r * p->dilation_h - p->pad_h, &tb.r_lo[r], &tb.r_hi[r]);
     const int64_t panel_floats = J->red * J->plan->nr;
     const double filter_bytes = 4.0 * (double)(q1 - q0) * (double)panel_floats;
-    const double input_bytes = 4.0 * (double)(m1 - m0) * (double)J->v->cg * (double)p->stride_h *
-                               (double)p->stride_w;
+    const double input_bytes =
+        4.0 * (double)(m1 - m0) * vx_conv_pixel_elems(J->v->cg, p->r, p->s, p->stride_h, p->stride_w);
     const double rows = (double)cdiv(m1 - m0, J->v->q) + 1.0;
-    const int rereads_fit = filter_bytes <= J->cache_share ||
-                            rows * filter_bytes <= (double)(q1 - q0) * input_bytes;
+    double far;
+    const int all_panels = order_force >= 0 ? order_force
+                                            : vx_conv_inplace_all_panels(filter_bytes, input_bytes, rows,
+                                                                         (double)(q1 - q0), J->l2_bytes / 2, &far);
     /* packed before the call: the same panels, read where they are */
     const float *pre = J->packed ? J->packed + g * J->panels * panel_floats : NULL;
-    if (filter_bytes <= input_bytes && rereads_fit && q1 - q0 <= VX_CONV_INPLACE_MAX_PANELS) {
+    if (all_panels && q1 - q0 <= VX_CONV_INPLACE_MAX_PANELS) {
         for (int64_t q = q0; q < q1; q++) {
             float *own = buf + (q - q0) * panel_floats;
             bp[q - q0] = pre ? pre + q * panel_floats : own;
@@ -770,12 +772,7 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.packed = panels;
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
     const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);
-    {
-        const vx_hw_info *hw = vx_hw();
-        const int64_t llc = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes > 0 ? hw->l2_bytes : 1 << 20;
-        const int sharers = hw->l3_bytes > 0 && hw->l3_cores > 0 ? (int)min64(threads, hw->l3_cores) : 1;
-        J.cache_share = (double)llc / sharers;
-    }
+    J.l2_bytes = vx_hw()->l2_bytes > 0 ? (double)vx_hw()->l2_bytes : 1048576.0;
     /* every buffer is taken before anything is written (out of memory leaves
      * the output untouched) */
     /* per thread: the packed panels of its widest cell (see run_cell) */
