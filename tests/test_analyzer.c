@@ -890,7 +890,8 @@ static vx_problem conv_problem(const vx_conv2d_params *cp)
 }
 
 /* A convolution's in-place plan pays what its cells re-read from beyond L2
- * (cost.c, conv_far_ns: the order vx_conv_inplace_all_panels picks): with
+ * (cost.c, conv_far_ns: the order vx_conv_inplace_all_panels picks; and
+ * conv_panel_ns: filter panels larger than the second level): with
  * the levels past L2 made slow, ResNet-50's 3x3 stride-2 layer of 512
  * channels at batch 13 on a 1 x 2 grid (4.7 MB of filter and 5.2 MB of
  * input a cell) costs more than without the input's size, by at least 7
@@ -922,6 +923,18 @@ VT_ISA_TEST(cost, conv_in_place_pays_its_far_rereads, TMO)
     q.a_pixel_elems = 0;
     cr_assert_float_eq(fits, vx_cost_price(&d, &c, &q, l1, g12), 1e-9 * fits,
                        "a cell within L2 re-reads nothing far");
+    /* every tile of pixels walks each of its panels (all of k in use, n0
+     * wide) whole: 2048 channels with 7x7 filters make panels past L2, read
+     * from the slow levels once per tile */
+    const vx_conv2d_params deep = { VX_NHWC, 1, 2048, 16, 16, 102, 7, 7, 1, 1, 3, 3, 1, 1, 1, VX_ACT_NONE };
+    const vx_problem r = conv_problem(&deep);
+    const int g11 = grid_of(&c, 1, 1), m0 = c.l0[c.l1[l1].l0].m, n0 = d.fam[c.l0[c.l1[l1].l0].fam].n;
+    const double used = r.a_kfrac > 0 ? r.a_kfrac : 1.0, panel = 4.0 * (double)r.k * used * n0;
+    cr_assert(panel > (double)d.mem[1].bytes, "a %g-byte panel within the second level", panel);
+    const double tiles = (double)((r.m + m0 - 1) / m0), cols = (double)((r.n + n0 - 1) / n0);
+    const double walks = vx_cost_price(&d, &c, &r, l1, g11);
+    cr_assert(walks >= tiles * cols * panel / 0.5, "priced %g ns; %g tiles x %g panels of %g bytes at 0.5 bytes/ns "
+              "take %g", walks, tiles, cols, panel, tiles * cols * panel / 0.5);
     vx_candidates_free(&c);
 }
 

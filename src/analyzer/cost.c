@@ -761,6 +761,23 @@ static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int n0, 
     return far > 0 ? far * x->nspb[level_for(d, all ? filter : input)] : 0.0;
 }
 
+/* A cell of a convolution's in-place patches walks each of its filter
+ * panels (the taps in use of all of k, n0 wide) whole for every tile of
+ * pixels: a panel larger than the second level comes from beyond it every
+ * time. 1x366x16x16 with 102 7x7 filters (k = 17934, pad 3): 6 x 64 tiles
+ * on a 1 x 2 grid, 4.6 MB panels, priced 2.9 ms without this, ran 7.8
+ * (197 MB from an L3 read at 28 GB/s); 30 x 16 (1.1 MB panels) on 2 x 1
+ * ran 3.5 (Intel Xeon guest; NOTES.md, thirty-fifth session). */
+static double conv_panel_ns(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x)
+{
+    const double used = p->a_kfrac > 0 && p->a_kfrac < 1 ? p->a_kfrac : 1.0;
+    const double panel = d->elem_bytes * (double)p->k * used * (double)n0;
+    const int level = level_for(d, panel);
+    if (level < 2)
+        return 0.0;
+    return (double)cdiv_small(x->m_c, m0) * (double)x->cols * panel * x->nspb[level];
+}
+
 /* L0 calls per row tile and column tile over all of k with k block kb:
  * an in-place A cut into segments (a convolution's taps) needs one per k
  * block of every segment. */
@@ -916,7 +933,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         const double a_first = e * (double)m_c * (double)p->a_seg * x->a_home;
         const double a_again = a_cell * (double)cols * x->nspb[1];
         return copy_b + a_first +
-               dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_again + conv_far_ns(d, p, n0, x));
+               dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p),
+                    a_again + conv_far_ns(d, p, n0, x) + conv_panel_ns(d, p, m0, n0, x));
     }
     const double c_again = c_rewalk_ns(d, p, F, b->mode, m0, kb, KB, x);
     const int a_level = level_for(d, e * (double)m_c * (double)kb);
