@@ -221,12 +221,14 @@ static double transpose_ns(const vx_device_desc *d, double elems, int t, int64_t
     return elems * d->copy_ns[0][1] * (transpose_aliased(ld_src, ld_dst) ? TRANSPOSE_ALIASED : 1.0) / t;
 }
 
-/* The threads that share `count` matrices' transposes, each cut into
- * strips of VX_CONV_TRANSPOSE_STRIP of its `cols` columns (conv.c,
+/* The threads that share `count` matrices' transposes of rows x cols,
+ * each cut into strips of VX_CONV_TRANSPOSE_STRIP of its columns and
+ * those, where fewer than the threads, into parts of their rows (conv.c,
  * transposes_task). */
-static int transpose_threads(int64_t count, int64_t cols, int t)
+static int transpose_threads(int64_t count, int64_t rows, int64_t cols, int t)
 {
-    const double units = (double)count * (double)vx_conv_transpose_strips(cols);
+    const double units = (double)count * (double)vx_conv_transpose_strips(cols) *
+                         (double)vx_conv_transpose_row_parts(count, rows, cols, t);
     return units < (double)t ? (int)units : t;
 }
 
@@ -324,8 +326,9 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
             via.plan.conv_via_nhwc = 1;
             /* the threads share out strips of each image's (filter's)
              * matrix (transpose_threads) */
-            const int tin = transpose_threads(p->n, p->h * p->w, t), tf = transpose_threads(p->k, p->c, t),
-                      tout = transpose_threads(p->n, p->k, t);
+            const int tin = transpose_threads(p->n, p->c, p->h * p->w, t),
+                      tf = transpose_threads(p->k, p->c, p->r * p->s, t),
+                      tout = transpose_threads(p->n, v.p * v.q, p->k, t);
             /* in place, the filter panels are packed from KCRS itself (or
              * were packed before the call) */
             const int f_t = rs > 1 && !vx_conv_nhwc_in_place(&q, &vq, via.plan.path);

@@ -123,6 +123,21 @@ static inline int64_t vx_conv_transpose_strips(int64_t cols)
     return (cols + VX_CONV_TRANSPOSE_STRIP - 1) / VX_CONV_TRANSPOSE_STRIP;
 }
 
+/* The parts each strip's rows are cut into: one, unless `count` matrices'
+ * strips are fewer than the threads; then enough for every thread, each
+ * part at least VX_CONV_TRANSPOSE_STRIP rows. An image's output of 64
+ * channels (ResNet-50's stem at batch 1, 12544 x 64 back to NCHW) was one
+ * strip, transposed on one thread: a third of the call (NOTES.md,
+ * thirty-fifth session). */
+static inline int64_t vx_conv_transpose_row_parts(int64_t count, int64_t rows, int64_t cols, int threads)
+{
+    const int64_t units = count * vx_conv_transpose_strips(cols);
+    if (units >= threads)
+        return 1;
+    const int64_t want = (threads + units - 1) / units, most = rows / VX_CONV_TRANSPOSE_STRIP;
+    return want < most ? want : most > 1 ? most : 1;
+}
+
 /* Longest contiguous run the NHWC patch gather copies at once (conv_gather.c;
  * the analyzer prices the copy by it). */
 enum { VX_CONV_GATHER_RUN_MAX = 64 };

@@ -17,27 +17,33 @@ typedef struct {
     int64_t count, rows, cols, ld_src, ld_dst, src_step, dst_step;
     const float *src;
     float *dst;
+    int64_t row_parts; /* transpose_all: each strip's rows in this many parts */
 } transposes;
 
 /* The threads share the matrices' column strips of VX_CONV_TRANSPOSE_STRIP
  * (rows of dst), not whole matrices: shared by matrices, a batch of 1 ran
- * on one thread and a batch of 3 on two took the time of 2. */
+ * on one thread and a batch of 3 on two took the time of 2. Where the
+ * strips are fewer than the threads, each strip's rows are cut in parts
+ * (vx_conv_transpose_row_parts), at multiples of 8 (the 8 x 8 blocks). */
 static void transposes_task(void *ctx, int tid, int nthreads)
 {
     const transposes *t = ctx;
-    const int64_t per = vx_conv_transpose_strips(t->cols), units = t->count * per;
+    const int64_t per = vx_conv_transpose_strips(t->cols), parts = t->row_parts, units = t->count * per * parts;
     const int64_t lo = units * tid / nthreads, hi = units * (tid + 1) / nthreads;
     for (int64_t u = lo; u < hi; u++) {
-        const int64_t i = u / per, c0 = u % per * VX_CONV_TRANSPOSE_STRIP;
+        const int64_t i = u / (per * parts), c0 = u / parts % per * VX_CONV_TRANSPOSE_STRIP, part = u % parts;
         const int64_t w = t->cols - c0 < VX_CONV_TRANSPOSE_STRIP ? t->cols - c0 : VX_CONV_TRANSPOSE_STRIP;
-        vx_copy_transposed(t->rows, w, t->src + i * t->src_step + c0, t->ld_src,
-                           t->dst + i * t->dst_step + c0 * t->ld_dst, t->ld_dst);
+        const int64_t r0 = t->rows * part / parts / 8 * 8,
+                      r1 = part + 1 == parts ? t->rows : t->rows * (part + 1) / parts / 8 * 8;
+        vx_copy_transposed(r1 - r0, w, t->src + i * t->src_step + r0 * t->ld_src + c0, t->ld_src,
+                           t->dst + i * t->dst_step + c0 * t->ld_dst + r0, t->ld_dst);
     }
 }
 
-static void transpose_all(const transposes *t, int threads)
+static void transpose_all(transposes *t, int threads)
 {
-    const int64_t units = t->count * vx_conv_transpose_strips(t->cols);
+    t->row_parts = vx_conv_transpose_row_parts(t->count, t->rows, t->cols, threads);
+    const int64_t units = t->count * vx_conv_transpose_strips(t->cols) * t->row_parts;
     if (threads > units)
         threads = (int)units;
     if (threads > 1)
@@ -70,8 +76,8 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
                        (n_in + n_f + n_out) * sizeof(float));
     float *f_t = in_t + n_in, *out_t = in_t + n_in + n_f;
     const int threads = plan->threads > 1 ? plan->threads : 1;
-    const transposes t_in = { p->n, p->c, hw, hw, p->c, p->c * hw, hw * p->c, in, in_t };
-    const transposes t_f = { p->k, p->c, rs, rs, p->c, p->c * rs, rs * p->c, filter, f_t };
+    transposes t_in = { p->n, p->c, hw, hw, p->c, p->c * hw, hw * p->c, in, in_t, 1 };
+    transposes t_f = { p->k, p->c, rs, rs, p->c, p->c * rs, rs * p->c, filter, f_t, 1 };
     transpose_all(&t_in, threads);
     if (f_t_needed)
         transpose_all(&t_f, threads);
@@ -83,7 +89,7 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
                                                  out_t, threads_used);
     if (s != VX_OK)
         return s;
-    const transposes t_out = { p->n, pq, p->k, p->k, pq, pq * p->k, p->k * pq, out_t, out };
+    transposes t_out = { p->n, pq, p->k, p->k, pq, pq * p->k, p->k * pq, out_t, out, 1 };
     transpose_all(&t_out, threads);
     return VX_OK;
 }
