@@ -1407,10 +1407,12 @@ VT_ISA_TEST(cost, in_place_passes_over_c_beyond_the_second_level_fetch_it_again,
 }
 
 /* A family's context (levels.h: its rate in the GEMM driver against the
- * fastest family's) scales a plain problem's L0 time, so halving it costs
- * a packed plan at least its compute once more; a convolution's gathered
- * patches (a_run > 0) keep the L1 rates and their price. */
-VT_ISA_TEST(cost, family_context_scales_plain_problems_only, TMO)
+ * fastest family's) scales the L0 time of plans that copy both operands,
+ * a plain problem's or a convolution's gathered patches (a_run > 0): their
+ * kernels run over packed buffers as the probe's do; halving it costs such
+ * a plan at least its compute once more. A convolution's patches read in
+ * place (a_seg > 0, pack-B) keep the L1 rates and their price. */
+VT_ISA_TEST(cost, family_context_scales_packed_kernels_only, TMO)
 {
     vx_device_desc d;
     vx_candidates c;
@@ -1428,10 +1430,22 @@ VT_ISA_TEST(cost, family_context_scales_plain_problems_only, TMO)
     const double g1 = vx_cost_price(&d, &c, &patches, l1, g11), g2 = vx_cost_price(&half, &c, &patches, l1, g11);
     /* the L0 time once: 16 row tiles x 4 column tiles of k = 256 */
     const double once = 64.0 * (d.fam[f].rate[VX_LOAD_COPY_AB][m0 - 1].o + 256.0 * d.fam[f].rate[VX_LOAD_COPY_AB][m0 - 1].p);
+    /* in place: the pack-B candidate of a family, its context halved */
+    const int lb = first_of_mode(&d, &c, VX_LOAD_COPY_B), fb = c.l0[c.l1[lb].l0].fam;
+    vx_problem in_place = plain;
+    in_place.b_in_place_ok = 0;
+    in_place.a_seg = 64;
+    in_place.a_pitch = 64;
+    vx_device_desc half_b = d;
+    d.fam[fb].context = 1.0;
+    half_b.fam[fb].context = 0.5;
+    const double i1 = vx_cost_price(&d, &c, &in_place, lb, g11), i2 = vx_cost_price(&half_b, &c, &in_place, lb, g11);
     vx_candidates_free(&c);
     cr_assert(p1 > 0 && p2 - p1 >= 0.99 * once, "plain %dx%lldx256: context 0.5 should add at least %g ns to %g (got %g)",
               16 * m0, (long long)(4 * n0), once, p1, p2);
-    cr_assert(g1 > 0 && g2 == g1, "gathered patches: the context moved the price %g -> %g ns", g1, g2);
+    cr_assert(g1 > 0 && g2 - g1 >= 0.99 * once, "gathered patches: context 0.5 should add at least %g ns to %g (got %g)",
+              once, g1, g2);
+    cr_assert(i1 > 0 && i2 == i1, "patches in place: the context moved the price %g -> %g ns", i1, i2);
 }
 
 /* two_unit_model, and its first level, whose set geometry the in-place

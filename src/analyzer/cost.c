@@ -628,20 +628,27 @@ static inline int plain_operands(const vx_problem *p)
  * the GEMM driver (levels.h, context): the CPU tune's context probe runs
  * each family through the packed driver, where the L1 timings ranked the
  * families by the clock each kernel caught (an Intel Xeon guest: 22 x 16
- * at 244 GFLOP/s put 2048x3072x768 at 0.77x of oneDNN). A convolution's
- * patches keep the L1 rates: scaled, 32-wide tiles at 0.935 moved
- * ResNet-50's c4 3x3 stride-2 layer (batch 8, NHWC) from pack-B 10 x 32,
- * 6.0 ms, to 5 x 64, 9.8 ms (NOTES.md, thirty-third session). */
-static inline double context_scale(const vx_l0_family *F, const vx_problem *p)
+ * at 244 GFLOP/s put 2048x3072x768 at 0.77x of oneDNN). So do a
+ * convolution's plans that copy both operands (load mode `mode`): their
+ * kernels run over packed buffers as the probe's do; 25 x 16 over
+ * ResNet-50's c4 projection (1x1 stride 2, batch 32, NHWC), L1-rated level
+ * with 6 x 64, ran 23.7 ms against 21.4 (NOTES.md, thirty-fifth session).
+ * Its patches read in place keep the L1 rates: scaled, 32-wide tiles at
+ * 0.935 moved the c4 3x3 stride-2 layer (batch 8, NHWC) from pack-B
+ * 10 x 32, 6.0 ms, to 5 x 64, 9.8 ms (thirty-third session). */
+static inline double context_scale(const vx_l0_family *F, const vx_problem *p, int mode)
 {
-    return plain_operands(p) && F->context > 0 && F->context < 1 ? 1.0 / F->context : 1.0;
+    return (plain_operands(p) || mode == VX_LOAD_COPY_AB) && F->context > 0 && F->context < 1 ? 1.0 / F->context
+                                                                                             : 1.0;
 }
 
-/* l0_time over the whole cell of x (its row tiles worked out once). */
+/* l0_time over the whole cell of x (its row tiles worked out once) in load
+ * mode `mode`, at the rates of rate_mode(x->a_packed_in_place, mode). */
 static inline double cell_l0_time(const vx_l0_family *F, int mode, int m0, const grid_ctx *x, int64_t k,
                                   int64_t kblocks, const vx_problem *p)
 {
-    return context_scale(F, p) * tiles_time(F->rate[mode], m0, x->full, x->rem, x->cols, k, kblocks);
+    return context_scale(F, p, mode) *
+           tiles_time(F->rate[rate_mode(x->a_packed_in_place, mode)], m0, x->full, x->rem, x->cols, k, kblocks);
 }
 
 /* A copied block no larger than the cell's `len` rows or columns, in whole
@@ -1118,7 +1125,7 @@ double vx_cost_price(const vx_device_desc *d, const vx_candidates *c, const vx_p
     if (!tile_mode_ok(p, t->m, b->mode, a_rows_max(d, p)) || !grid_setup(d, p, t->m, F->n, c->l2[l2], &x))
         return -1;
     const int64_t kb = vx_cost_kc(b->kc, p->k), KB = k_blocks(p, b->mode, kb);
-    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, b->mode), t->m, &x, p->k, KB, p);
+    const double compute = cell_l0_time(F, b->mode, t->m, &x, p->k, KB, p);
     return x.fixed + price_cell(d, p, F, t->m, b, kb, KB, compute, &x);
 }
 
@@ -1245,7 +1252,7 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
     const tiles_parts t =
         tiles_split(F->rate[rate_mode(x->a_packed_in_place, mode)], m0, x->full, x->rem, x->cols, p->k);
-    const double scale = context_scale(F, p);
+    const double scale = context_scale(F, p, mode);
     r.per_kb = scale * t.o;
     r.steps = scale * t.p;
     r.compute1 = mode_compute(&r, r.kb_least);
@@ -1603,7 +1610,7 @@ double vx_cost_packed_scale(const vx_device_desc *d, int fam, int m, int64_t M, 
     const vx_l0_family *F = &d->fam[fam];
     const vx_l1_cand b = { .mode = VX_LOAD_COPY_AB, .kc = (int32_t)k, .mc = (int32_t)((M + m - 1) / m * m),
                            .nc = (int32_t)p.n };
-    const double compute = cell_l0_time(F, rate_mode(x.a_packed_in_place, VX_LOAD_COPY_AB), m, &x, p.k, 1, &p);
+    const double compute = cell_l0_time(F, VX_LOAD_COPY_AB, m, &x, p.k, 1, &p);
     vx_device_desc dd = *d;
     dd.packed_extra = 0;
     const double priced = price_cell(&dd, &p, F, m, &b, p.k, 1, compute, &x) - dd.mode_ns[VX_LOAD_COPY_AB];
