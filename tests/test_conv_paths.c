@@ -179,35 +179,101 @@ Test(conv_paths, nchw_run_as_nhwc, .timeout = TMO)
     each_family(VX_PATH_PACKED, 1, "packed");
 }
 
+/* The grids the in-place tests force: one cell, the pixels split, the
+ * panels split. */
+static const int inplace_grids[3][2] = { { 1, 1 }, { 2, 1 }, { 1, 2 } };
+
+/* A forced NHWC in-place plan: family F's tallest tile on grid g of
+ * inplace_grids. */
+static vx_gemm_plan inplace_plan(const vx_ukernel_family *F, int g)
+{
+    vx_gemm_plan ov;
+    memset(&ov, 0, sizeof ov);
+    ov.path = VX_PATH_PACK_B;
+    ov.nr = F->nr;
+    ov.mr = F->mr_max;
+    ov.threads_m = inplace_grids[g][0];
+    ov.threads_n = inplace_grids[g][1];
+    ov.threads = inplace_grids[g][0] * inplace_grids[g][1];
+    return ov;
+}
+
+/* run_forced on every family's tallest tile over each grid, with a testing
+ * switch of conv_inplace.c (force) set to 1 and then 0, and back to -1
+ * after; tweak(plan, grid) adjusts each plan. */
+static void each_inplace_forced(void (*force)(int), const char *label, void (*tweak)(vx_gemm_plan *, int))
+{
+    const int isa = vx_active_isa();
+    cr_assert(isa >= 0, "no usable ISA");
+    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
+    char what[96];
+    for (int mode = 1; mode >= 0; mode--)
+        for (int f = 0; f < set->nfamilies; f++)
+            for (int g = 0; g < 3; g++) {
+                vx_gemm_plan ov = inplace_plan(&set->families[f], g);
+                tweak(&ov, g);
+                snprintf(what, sizeof what, "%s %d, forced pack_b %dx%d kc=%d grid=%dx%d%s", label, mode, ov.mr,
+                         ov.nr, (int)ov.kc, ov.threads_m, ov.threads_n, ov.conv_via_nhwc ? " via NHWC" : "");
+                force(mode);
+                run_forced(&ov, what);
+            }
+    force(-1);
+}
+
+/* a short k block on the grid that splits the pixels */
+static void short_kc(vx_gemm_plan *ov, int g) { ov->kc = g == 1 ? 8 : 0; }
+
 Test(conv_paths, band_tiles_forced_on_and_off, .timeout = TMO)
 {
     /* the NHWC in-place path's band tiles (pixels of several tap classes
      * in one tile, each tap over the pixels it reads) on every class of
      * rows, and never: every family, a short k block that cuts the taps'
      * runs, grids that split the pixels mid-row and the panels */
-    const int isa = vx_active_isa();
-    cr_assert(isa >= 0, "no usable ISA");
-    const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
-    static const int grids[][2] = { { 1, 1 }, { 2, 1 }, { 1, 2 } };
-    char what[96];
-    for (int force = 1; force >= 0; force--)
-        for (int f = 0; f < set->nfamilies; f++)
-            for (int g = 0; g < 3; g++) {
-                vx_gemm_plan ov;
-                memset(&ov, 0, sizeof ov);
-                ov.path = VX_PATH_PACK_B;
-                ov.nr = set->families[f].nr;
-                ov.mr = set->families[f].mr_max;
-                ov.kc = g == 1 ? 8 : 0;
-                ov.threads_m = grids[g][0];
-                ov.threads_n = grids[g][1];
-                ov.threads = grids[g][0] * grids[g][1];
-                snprintf(what, sizeof what, "band %s, forced pack_b %dx%d kc=%d grid=%dx%d", force ? "on" : "off",
-                         ov.mr, ov.nr, (int)ov.kc, grids[g][0], grids[g][1]);
-                vx_conv_inplace_force_band(force);
-                run_forced(&ov, what);
-            }
-    vx_conv_inplace_force_band(-1);
+    each_inplace_forced(vx_conv_inplace_force_band, "band tiles forced", short_kc);
+}
+
+/* Random operands for one convolution, its filter also packed (pf), and
+ * `outs` output buffers of nout floats. */
+typedef struct {
+    float *in, *filt, *bias, *out[4];
+    vx_conv2d_filter *pf;
+    size_t nout;
+    int outs;
+} conv_operands;
+
+static void operands_make(const vx_conv2d_params *p, uint64_t seed, int outs, conv_operands *o)
+{
+    int64_t oh, ow;
+    cr_assert_eq(vx_conv2d_output_dims(p, &oh, &ow), VX_OK);
+    const size_t nin = (size_t)(p->n * p->c * p->h * p->w), nf = (size_t)(p->k * p->c / p->groups * p->r * p->s);
+    memset(o, 0, sizeof *o);
+    o->nout = (size_t)(p->n * p->k * oh * ow);
+    o->outs = outs;
+    o->in = malloc(nin * sizeof *o->in);
+    o->filt = malloc(nf * sizeof *o->filt);
+    o->bias = malloc((size_t)p->k * sizeof *o->bias);
+    cr_assert(o->in && o->filt && o->bias);
+    for (int j = 0; j < outs; j++)
+        cr_assert_not_null(o->out[j] = malloc(o->nout * sizeof *o->out[j]));
+    vt_rng r;
+    vt_rng_seed(&r, seed);
+    for (size_t j = 0; j < nin; j++)
+        o->in[j] = vt_rng_float(&r);
+    for (size_t j = 0; j < nf; j++)
+        o->filt[j] = vt_rng_float(&r);
+    for (int64_t j = 0; j < p->k; j++)
+        o->bias[j] = vt_rng_float(&r);
+    cr_assert_eq(vx_conv2d_filter_create(p, o->filt, &o->pf), VX_OK, "%s", vx_last_error());
+}
+
+static void operands_free(conv_operands *o)
+{
+    vx_conv2d_filter_destroy(o->pf);
+    for (int j = 0; j < o->outs; j++)
+        free(o->out[j]);
+    free(o->in);
+    free(o->filt);
+    free(o->bias);
 }
 
 /* One NHWC in-place call under a forced plan and cell order (mode of
@@ -231,31 +297,15 @@ static void inplace_run(const vx_conv2d_params *p, const vx_gemm_plan *ov, int o
  * float64 reference (NCHW run as NHWC too), and the two write the same
  * output bit for bit (every tile makes the same calls, in another order),
  * with the filter plain or packed before the call. */
+/* NCHW calls run as NHWC on the grid that splits the panels */
+static void via_nhwc_on_split_panels(vx_gemm_plan *ov, int g) { ov->conv_via_nhwc = g == 2; }
+
 Test(conv_paths, inplace_cell_orders_forced_alike, .timeout = TMO)
 {
+    /* 1: all panels first; 0: one panel at a time */
+    each_inplace_forced(vx_conv_inplace_force_order, "cell order forced", via_nhwc_on_split_panels);
     const int isa = vx_active_isa();
-    cr_assert(isa >= 0, "no usable ISA");
     const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
-    static const int grids[][2] = { { 1, 1 }, { 2, 1 }, { 1, 2 } };
-    char what[96];
-    for (int order = 1; order >= 0; order--)
-        for (int f = 0; f < set->nfamilies; f++)
-            for (int g = 0; g < 3; g++) {
-                vx_gemm_plan ov;
-                memset(&ov, 0, sizeof ov);
-                ov.path = VX_PATH_PACK_B;
-                ov.nr = set->families[f].nr;
-                ov.mr = set->families[f].mr_max;
-                ov.conv_via_nhwc = g == 2;
-                ov.threads_m = grids[g][0];
-                ov.threads_n = grids[g][1];
-                ov.threads = grids[g][0] * grids[g][1];
-                snprintf(what, sizeof what, "cell order %s, forced pack_b %dx%d grid=%dx%d",
-                         order ? "all panels first" : "one panel at a time", ov.mr, ov.nr, grids[g][0], grids[g][1]);
-                vx_conv_inplace_force_order(order);
-                run_forced(&ov, what);
-            }
-    vx_conv_inplace_force_order(-1);
     /* several panels a cell (k over the widest tile), whole images and rows
      * cut by the grid, a stride, two groups */
     static const shape cases[] = {
@@ -273,47 +323,18 @@ Test(conv_paths, inplace_cell_orders_forced_alike, .timeout = TMO)
                                        .r = x->r, .s = x->s, .stride_h = x->stride, .stride_w = x->stride,
                                        .pad_h = x->pad, .pad_w = x->pad, .dilation_h = x->dil,
                                        .dilation_w = x->dil, .groups = x->groups, .activation = VX_ACT_RELU };
-                vx_gemm_plan ov;
-                memset(&ov, 0, sizeof ov);
-                ov.path = VX_PATH_PACK_B;
-                ov.nr = set->families[f].nr;
-                ov.mr = set->families[f].mr_max;
-                ov.threads_m = grids[g][0];
-                ov.threads_n = grids[g][1];
-                ov.threads = grids[g][0] * grids[g][1];
-                int64_t oh, ow;
-                cr_assert_eq(vx_conv2d_output_dims(&p, &oh, &ow), VX_OK);
-                const size_t nin = (size_t)(p.n * p.c * p.h * p.w), nf = (size_t)(p.k * p.c / p.groups * p.r * p.s),
-                             nout = (size_t)(p.n * p.k * oh * ow);
-                float *in = malloc(nin * sizeof *in), *filt = malloc(nf * sizeof *filt);
-                float *bias = malloc((size_t)p.k * sizeof *bias), *out[4];
-                cr_assert(in && filt && bias);
+                const vx_gemm_plan ov = inplace_plan(&set->families[f], g);
+                conv_operands o;
+                operands_make(&p, 91 + i, 4, &o);
                 for (int j = 0; j < 4; j++)
-                    cr_assert_not_null(out[j] = malloc(nout * sizeof *out[j]));
-                vt_rng r;
-                vt_rng_seed(&r, 91 + i);
-                for (size_t j = 0; j < nin; j++)
-                    in[j] = vt_rng_float(&r);
-                for (size_t j = 0; j < nf; j++)
-                    filt[j] = vt_rng_float(&r);
-                for (int64_t j = 0; j < p.k; j++)
-                    bias[j] = vt_rng_float(&r);
-                vx_conv2d_filter *pf = NULL;
-                cr_assert_eq(vx_conv2d_filter_create(&p, filt, &pf), VX_OK, "%s", vx_last_error());
-                for (int j = 0; j < 4; j++)
-                    inplace_run(&p, &ov, j & 1, in, filt, j & 2 ? pf : NULL, bias, out[j]);
+                    inplace_run(&p, &ov, j & 1, o.in, o.filt, j & 2 ? o.pf : NULL, o.bias, o.out[j]);
                 for (int j = 1; j < 4; j++)
-                    cr_assert(memcmp(out[0], out[j], nout * sizeof *out[0]) == 0,
+                    cr_assert(memcmp(o.out[0], o.out[j], o.nout * sizeof *o.out[0]) == 0,
                               "case %zu, forced pack_b %dx%d grid=%dx%d: %s, filter %s, differs from one panel at "
-                              "a time, filter plain", i, ov.mr, ov.nr, grids[g][0], grids[g][1],
+                              "a time, filter plain", i, ov.mr, ov.nr, ov.threads_m, ov.threads_n,
                               j & 1 ? "all panels first" : "one panel at a time", j & 2 ? "packed" : "plain");
                 compared++;
-                vx_conv2d_filter_destroy(pf);
-                for (int j = 0; j < 4; j++)
-                    free(out[j]);
-                free(in);
-                free(filt);
-                free(bias);
+                operands_free(&o);
             }
     cr_assert(compared > 0);
 }
@@ -378,40 +399,19 @@ Test(conv_paths, packed_filter_matches_plain_bit_for_bit, .timeout = TMO)
                     ov.threads_m = ov.threads = path == 2 ? 2 : 1;
                     ov.threads_n = 1;
                     ov.kc = 64;
-                    int64_t oh, ow;
-                    cr_assert_eq(vx_conv2d_output_dims(&p, &oh, &ow), VX_OK);
-                    const size_t nin = (size_t)(p.n * p.c * p.h * p.w), nf = (size_t)(p.k * p.c / p.groups * p.r * p.s),
-                                 nout = (size_t)(p.n * p.k * oh * ow);
-                    float *in = malloc(nin * sizeof *in), *filt = malloc(nf * sizeof *filt);
-                    float *bias = malloc((size_t)p.k * sizeof *bias);
-                    float *a = malloc(nout * sizeof *a), *b = malloc(nout * sizeof *b);
-                    cr_assert(in && filt && bias && a && b);
-                    vt_rng r;
-                    vt_rng_seed(&r, 77 + i);
-                    for (size_t j = 0; j < nin; j++)
-                        in[j] = vt_rng_float(&r);
-                    for (size_t j = 0; j < nf; j++)
-                        filt[j] = vt_rng_float(&r);
-                    for (int64_t j = 0; j < p.k; j++)
-                        bias[j] = vt_rng_float(&r);
-                    vx_conv2d_filter *pf = NULL;
-                    cr_assert_eq(vx_conv2d_filter_create(&p, filt, &pf), VX_OK, "%s", vx_last_error());
+                    conv_operands o;
+                    operands_make(&p, 77 + i, 2, &o);
                     vx_plan_set_override(&ov);
-                    const vx_status sa = dyn_conv2d(&p, in, filt, bias, a);
-                    const vx_status sb = dyn_conv2d_packed(&p, in, pf, bias, b);
+                    const vx_status sa = dyn_conv2d(&p, o.in, o.filt, o.bias, o.out[0]);
+                    const vx_status sb = dyn_conv2d_packed(&p, o.in, o.pf, o.bias, o.out[1]);
                     vx_plan_set_override(NULL);
                     cr_assert(sa == VX_OK && sb == VX_OK, "case %zu %s: %s", i, l ? "NHWC" : "NCHW", vx_last_error());
-                    cr_assert(memcmp(a, b, nout * sizeof *a) == 0,
+                    cr_assert(memcmp(o.out[0], o.out[1], o.nout * sizeof *o.out[0]) == 0,
                               "case %zu %s%s, forced %s %dx%d: the packed filter's output differs from the plain "
                               "call's", i, l ? "NHWC" : "NCHW", via ? " via NHWC" : "", path ? "packed" : "pack_b",
                               ov.mr, ov.nr);
                     compared++;
-                    vx_conv2d_filter_destroy(pf);
-                    free(in);
-                    free(filt);
-                    free(bias);
-                    free(a);
-                    free(b);
+                    operands_free(&o);
                 }
     cr_assert(compared > 0);
 }
