@@ -80,8 +80,8 @@ static inline int vx_conv_inplace_all_panels(double filter_bytes, double input_b
 
 /* The input elements under each output pixel that a cell's rows read
  * (NHWC in place): a group's c channels at each of the pixel's stride_h x
- * stride_w input pixels, or only at the taps where the filter is smaller than the
- * stride (a 1x1 stride-2 filter reads a quarter of the map). */
+ * stride_w input pixels, or only at its taps where the filter is smaller
+ * than the stride (a 1x1 stride-2 filter reads a quarter of the map). */
 static inline double vx_conv_pixel_elems(int64_t c, int64_t r, int64_t s, int64_t stride_h, int64_t stride_w)
 {
     return (double)c * (double)(r < stride_h ? r : stride_h) * (double)(s < stride_w ? s : stride_w);
