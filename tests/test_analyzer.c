@@ -206,29 +206,50 @@ Test(conv_view, band_runs_count_the_tap_columns_whose_pixels_differ)
     }
 }
 
-/* The in-place path's order over a cell (vx_conv_inplace_all_panels): a
+/* The in-place path's order over a cell (vx_conv_inplace_order): a
  * re-read that stays in half of L2 is free, beyond it the order re-reading
- * fewer bytes wins, and which operand is smaller breaks a tie. And what a
- * cell's rows read of the input per pixel (vx_conv_pixel_elems). */
+ * fewer bytes wins (blocks of whole rows, or of whole images where two
+ * fit), and which operand is smaller breaks a tie. And what a cell's rows
+ * read of the input per pixel (vx_conv_pixel_elems). */
 Test(conv_view, inplace_cell_order_follows_the_far_rereads)
 {
     const double fit = 1 << 20, MB = 1 << 20;
     double far = -1;
-    /* both fit: the smaller re-read */
-    cr_expect(vx_conv_inplace_all_panels(0.5 * MB, 0.8 * MB, 50, 8, fit, &far) == 1 && far == 0, "far %g", far);
-    cr_expect(vx_conv_inplace_all_panels(0.8 * MB, 0.5 * MB, 50, 8, fit, &far) == 0 && far == 0, "far %g", far);
+    int64_t block = -1;
+    /* both fit: the smaller re-read, nothing far */
+    cr_expect(vx_conv_inplace_order(0.5 * MB, 0.8 * MB / 700, 700, 7, 49, 4, 8, fit, &block, &far) == VX_CELL_ALL_PANELS &&
+              far == 0 && block == 700, "far %g block %lld", far, (long long)block);
+    cr_expect(vx_conv_inplace_order(0.8 * MB, 0.5 * MB / 700, 700, 7, 49, 4, 8, fit, &block, &far) ==
+                  VX_CELL_PANEL_AT_A_TIME && far == 0);
     /* only the filter fits: all panels first, whatever the sizes */
-    cr_expect(vx_conv_inplace_all_panels(0.9 * MB, 0.2 * MB * 1000, 50, 8, fit, &far) == 1 && far == 0);
+    cr_expect(vx_conv_inplace_order(0.9 * MB, 1000.0, 200000, 100, 10000, 4, 8, fit, &block, &far) ==
+                  VX_CELL_ALL_PANELS && far == 0);
     /* only the input fits: one panel at a time, even with the filter smaller */
-    cr_expect(vx_conv_inplace_all_panels(4 * MB, 0.9 * MB, 92, 8, fit, &far) == 0 && far == 0);
+    cr_expect(vx_conv_inplace_order(4 * MB, 0.9 * MB / 637, 637, 7, 49, 4, 8, fit, &block, &far) ==
+                  VX_CELL_PANEL_AT_A_TIME && far == 0);
     /* neither: ResNet-50's 3x3 stride-2 layer of 512 channels at batch 13,
-     * a 1 x 2 cell: 92 row passes over 4.7 MB, or 8 panels over 5.2 MB */
-    const double filter = 4.0 * 4608 * 256, input = 4.0 * 637 * 2048;
-    cr_expect(vx_conv_inplace_all_panels(filter, input, 92, 8, fit, &far) == 0);
+     * a 1 x 2 cell: 92 row passes over 4.7 MB, or 8 panels over 5.2 MB;
+     * blocks of whole images (two of 49 pixels fit: 128 of 8 KiB, cut to
+     * 98) would pass 7 times over the filter, but 7-pixel rows stack their
+     * pieces across the images: with 10-row tiles no block holds enough,
+     * and the input goes per panel */
+    const double filter = 4.0 * 4608 * 256, pixel = 4.0 * 2048, input = pixel * 637;
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 7, 49, 10, 8, fit, &block, &far) == VX_CELL_PANEL_AT_A_TIME);
     cr_expect_float_eq(far, 7 * input, 1e-6 * input, "far %g, expected the input again 7 times", far);
-    /* ... and many panels over a few rows: the filter re-read */
-    cr_expect(vx_conv_inplace_all_panels(filter, input, 3, 64, fit, &far) == 1);
-    cr_expect_float_eq(far, 2 * filter, 1e-6 * filter, "far %g, expected the filter again twice", far);
+    /* ... with 2-row tiles (rows four tiles wide, no stacking) the blocks */
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 7, 49, 2, 8, fit, &block, &far) == VX_CELL_BLOCKS);
+    cr_expect_eq(block, 98, "block %lld, expected two whole images", (long long)block);
+    cr_expect_float_eq(far, 6 * filter, 1e-6 * filter, "far %g, expected the filter again 6 times", far);
+    /* ... with rows too long for two in a block (70 pixels: 11 passes over
+     * the filter against 7 over the input): the input per panel */
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 70, 637, 8, 8, fit, &block, &far) ==
+              VX_CELL_PANEL_AT_A_TIME);
+    cr_expect_float_eq(far, 7 * input, 1e-6 * input, "far %g, expected the input again 7 times", far);
+    /* ... and many panels over three rows of pixels too wide to block:
+     * the filter re-read per row */
+    const double wide = 100.0 * 1024;
+    cr_expect(vx_conv_inplace_order(filter, wide, 21, 7, 49, 2, 64, fit, &block, &far) == VX_CELL_ALL_PANELS);
+    cr_expect_float_eq(far, 3 * filter, 1e-6 * filter, "far %g, expected the filter again 3 times", far);
     /* a 3x3 stride-2 filter reads all four input pixels under an output
      * pixel, a 1x1 stride-2 one only one of them */
     cr_expect_float_eq(vx_conv_pixel_elems(512, 3, 3, 2, 2), 2048.0, 1e-9);
@@ -890,14 +911,13 @@ static vx_problem conv_problem(const vx_conv2d_params *cp)
 }
 
 /* A convolution's in-place plan pays what its cells re-read from beyond L2
- * (cost.c, conv_far_ns: the order vx_conv_inplace_all_panels picks; and
- * conv_panel_ns: filter panels larger than the second level): with
- * the levels past L2 made slow, ResNet-50's 3x3 stride-2 layer of 512
+ * (cost.c, conv_far_ns: the order vx_conv_inplace_order picks; and
+ * conv_panel_ns: filter panels larger than the second level): with the
+ * levels past L2 made slow, ResNet-50's 3x3 stride-2 layer of 512
  * channels at batch 13 on a 1 x 2 grid (4.7 MB of filter and 5.2 MB of
- * input a cell) costs more than without the input's size, by at least 7
- * re-reads of the input (256 channels a cell, panels of 32 or fewer) at
- * the far levels' rate; a layer whose filter and input
- * both stay in L2 costs the same either way. */
+ * input a cell) costs more than without the input's size, and at least
+ * what the order re-reads at the far levels' rate; a layer whose filter and input both stay in L2 costs
+ * the same either way. */
 VT_ISA_TEST(cost, conv_in_place_pays_its_far_rereads, TMO)
 {
     vx_device_desc d;
@@ -911,12 +931,20 @@ VT_ISA_TEST(cost, conv_in_place_pays_its_far_rereads, TMO)
     const vx_conv2d_params big = { VX_NHWC, 13, 512, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, VX_ACT_NONE };
     vx_problem p = conv_problem(&big);
     cr_assert(p.a_pixel_elems > 0);
+    const int64_t wide = d.fam[c.l0[c.l1[l1].l0].fam].n, panels = ((p.n + wide - 1) / wide + 1) / 2;
+    int64_t block;
+    double far;
+    const int order = vx_conv_inplace_order(4.0 * (double)(panels * wide * p.k), 4.0 * p.a_pixel_elems, p.m,
+                                            p.a_row, p.a_img, c.l0[c.l1[l1].l0].m, (double)panels,
+                                            (double)d.mem[1].bytes, &block, &far);
+    cr_assert(far > 0, "order %d re-reads nothing far", order);
     const double with = vx_cost_price(&d, &c, &p, l1, g12);
     p.a_pixel_elems = 0;
     const double without = vx_cost_price(&d, &c, &p, l1, g12);
-    const double input = 4.0 * (double)p.m * 2048.0;
-    cr_assert(with >= without + 7.0 * input / 0.5 * 0.999, "priced %g ns with the far re-reads, %g without: "
-              "expected at least %g more", with, without, 7.0 * input / 0.5);
+    /* the re-reads run beside the kernels (in the max with them): the
+     * price holds them whole, and more than without them */
+    cr_assert(with >= far / 0.5 * 0.999 && with > without, "priced %g ns with the far re-reads (order %d), %g "
+              "without: expected at least %g", with, order, without, far / 0.5);
     const vx_conv2d_params small = { VX_NHWC, 1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, VX_ACT_NONE };
     vx_problem q = conv_problem(&small);
     const double fits = vx_cost_price(&d, &c, &q, l1, g12);

@@ -199,15 +199,16 @@ static vx_gemm_plan inplace_plan(const vx_ukernel_family *F, int g)
 }
 
 /* run_forced on every family's tallest tile over each grid, with a testing
- * switch of conv_inplace.c (force) set to 1 and then 0, and back to -1
- * after; tweak(plan, grid) adjusts each plan. */
-static void each_inplace_forced(void (*force)(int), const char *label, void (*tweak)(vx_gemm_plan *, int))
+ * switch of conv_inplace.c (force) set to each of modes - 1 down to 0, and
+ * back to -1 after; tweak(plan, grid) adjusts each plan. */
+static void each_inplace_forced(void (*force)(int), int modes, const char *label,
+                                void (*tweak)(vx_gemm_plan *, int))
 {
     const int isa = vx_active_isa();
     cr_assert(isa >= 0, "no usable ISA");
     const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
     char what[96];
-    for (int mode = 1; mode >= 0; mode--)
+    for (int mode = modes - 1; mode >= 0; mode--)
         for (int f = 0; f < set->nfamilies; f++)
             for (int g = 0; g < 3; g++) {
                 vx_gemm_plan ov = inplace_plan(&set->families[f], g);
@@ -229,13 +230,13 @@ Test(conv_paths, band_tiles_forced_on_and_off, .timeout = TMO)
      * in one tile, each tap over the pixels it reads) on every class of
      * rows, and never: every family, a short k block that cuts the taps'
      * runs, grids that split the pixels mid-row and the panels */
-    each_inplace_forced(vx_conv_inplace_force_band, "band tiles forced", short_kc);
+    each_inplace_forced(vx_conv_inplace_force_band, 2, "band tiles forced", short_kc);
 }
 
 /* Random operands for one convolution, its filter also packed (pf), and
  * `outs` output buffers of nout floats. */
 typedef struct {
-    float *in, *filt, *bias, *out[4];
+    float *in, *filt, *bias, *out[6];
     vx_conv2d_filter *pf;
     size_t nout;
     int outs;
@@ -290,20 +291,24 @@ static void inplace_run(const vx_conv2d_params *p, const vx_gemm_plan *ov, int o
     cr_assert_eq(st, VX_OK, "forced in-place %dx%d, order %d: %s", ov->mr, ov->nr, order, vx_last_error());
 }
 
-/* The in-place path's two orders over a cell (conv_inplace.c, run_cell:
- * all its filter panels packed first and the rows over all of them, or
- * one panel at a time and the rows over each), forced on every family
- * over grids that split the pixels and the panels: each agrees with the
- * float64 reference (NCHW run as NHWC too), and the two write the same
- * output bit for bit (every tile makes the same calls, in another order),
- * with the filter plain or packed before the call. */
 /* NCHW calls run as NHWC on the grid that splits the panels */
 static void via_nhwc_on_split_panels(vx_gemm_plan *ov, int g) { ov->conv_via_nhwc = g == 2; }
 
+/* The in-place path's three orders over a cell (conv_inplace.c, run_cell:
+ * all its filter panels packed first and the rows over all of them; one
+ * panel at a time and the rows over each; all panels first and blocks of
+ * rows over one panel after another, forced as blocks of two output rows),
+ * forced on every family over grids that split the pixels and the panels:
+ * each agrees with the float64 reference (NCHW run as NHWC too). The
+ * first two write the same output bit for bit (every tile makes the same
+ * calls, in another order), with the filter plain or packed before the
+ * call; blocks tile their rows apart (band tiles and stacked pieces cut at
+ * the blocks, whose taps run in another order), so they agree with the
+ * others to rounding, and bit for bit between a plain and a packed filter. */
 Test(conv_paths, inplace_cell_orders_forced_alike, .timeout = TMO)
 {
-    /* 1: all panels first; 0: one panel at a time */
-    each_inplace_forced(vx_conv_inplace_force_order, "cell order forced", via_nhwc_on_split_panels);
+    static const char *names[] = { "one panel at a time", "all panels first", "blocks of two rows" };
+    each_inplace_forced(vx_conv_inplace_force_order, 3, "cell order forced", via_nhwc_on_split_panels);
     const int isa = vx_active_isa();
     const vx_ukernel_set *set = vx_ukernels((vx_isa)isa);
     /* several panels a cell (k over the widest tile), whole images and rows
@@ -325,14 +330,27 @@ Test(conv_paths, inplace_cell_orders_forced_alike, .timeout = TMO)
                                        .dilation_w = x->dil, .groups = x->groups, .activation = VX_ACT_RELU };
                 const vx_gemm_plan ov = inplace_plan(&set->families[f], g);
                 conv_operands o;
-                operands_make(&p, 91 + i, 4, &o);
-                for (int j = 0; j < 4; j++)
-                    inplace_run(&p, &ov, j & 1, o.in, o.filt, j & 2 ? o.pf : NULL, o.bias, o.out[j]);
-                for (int j = 1; j < 4; j++)
-                    cr_assert(memcmp(o.out[0], o.out[j], o.nout * sizeof *o.out[0]) == 0,
-                              "case %zu, forced pack_b %dx%d grid=%dx%d: %s, filter %s, differs from one panel at "
-                              "a time, filter plain", i, ov.mr, ov.nr, ov.threads_m, ov.threads_n,
-                              j & 1 ? "all panels first" : "one panel at a time", j & 2 ? "packed" : "plain");
+                operands_make(&p, 91 + i, 6, &o);
+                for (int j = 0; j < 6; j++) /* order j % 3, the filter packed for j >= 3 */
+                    inplace_run(&p, &ov, j % 3, o.in, o.filt, j >= 3 ? o.pf : NULL, o.bias, o.out[j]);
+                for (int j = 1; j < 6; j++) {
+                    const int base = j % 3 == 2 ? 2 : 0; /* blocks against blocks */
+                    if (j == base)
+                        continue;
+                    cr_assert(memcmp(o.out[base], o.out[j], o.nout * sizeof *o.out[0]) == 0,
+                              "case %zu, forced pack_b %dx%d grid=%dx%d: %s, filter %s, differs from %s, filter "
+                              "plain", i, ov.mr, ov.nr, ov.threads_m, ov.threads_n, names[j % 3],
+                              j >= 3 ? "packed" : "plain", names[base]);
+                }
+                double err = 0, norm = 0;
+                for (size_t e = 0; e < o.nout; e++) {
+                    const double dv = (double)o.out[2][e] - (double)o.out[0][e];
+                    err += dv * dv;
+                    norm += (double)o.out[0][e] * (double)o.out[0][e];
+                }
+                cr_assert(err <= 1e-10 * norm, "case %zu, forced pack_b %dx%d grid=%dx%d: blocks of two rows "
+                          "differ from one panel at a time by %g (relative, squared)", i, ov.mr, ov.nr,
+                          ov.threads_m, ov.threads_n, norm > 0 ? err / norm : err);
                 compared++;
                 operands_free(&o);
             }

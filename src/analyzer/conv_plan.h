@@ -56,26 +56,63 @@ enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
 #define VX_BAND_MARGIN 0.9
 
 /* The order a cell of the NHWC in-place path runs in (conv_inplace.c,
- * run_cell): all its filter panels packed first and every output row
- * passing over all of them (the input read once, the packed filter again
- * per row), or one panel packed at a time and every row passing over it
- * (the filter read once, the input again per panel). A re-read is free
- * while what it reads fits `fit` bytes (half the unit's L2, where it stays
- * between passes); beyond, the order that re-reads fewer bytes runs, and
- * *far is what it re-reads (0: neither does). Which operand is larger
- * decides a tie. On an Intel Xeon guest whose reported L3 (480 MiB) read
- * at 15-30 GB/s, ResNet-50's 3x3 stride-2 layer of 512 channels at batch
- * 13 (NHWC) had kept all 4.7 MB of a thread's panels "in its L3 share"
- * and re-read them for each of 92 rows: 1 x 2 grid 21.7 ms, one thread
- * 18.6, the panels one at a time 8.6 (oneDNN 11.5; NOTES.md,
- * thirty-fifth session). */
-static inline int vx_conv_inplace_all_panels(double filter_bytes, double input_bytes, double rows, double panels,
-                                             double fit, double *far)
+ * run_cell). VX_CELL_ALL_PANELS: all its filter panels packed first and
+ * every output row passing over all of them (the input read once, the
+ * packed filter again per row). VX_CELL_PANEL_AT_A_TIME: one panel packed
+ * at a time and every row passing over it (the filter read once, the
+ * input again per panel). VX_CELL_BLOCKS: all panels packed first, the
+ * pixels in blocks of *block whose input stays in L2, and each block
+ * passing over one panel after another (the input read once, the filter
+ * again per block). A re-read is free while what it reads fits `fit`
+ * bytes (half the unit's L2, where it stays between passes); beyond, the
+ * order that re-reads fewer bytes runs, and *far is what it re-reads.
+ * Blocks hold two or more whole output rows of `row` pixels (whole images
+ * of `image` where two fit); where a row is narrower than two tiles of
+ * `tile` pixels, its pieces may stack across the images, and blocks must
+ * then hold `tile` images or more: ResNet-50's 3x3 stride-2 layer above in
+ * blocks of two 7x7 images ran 10.1 ms against 9.0 a panel at a time,
+ * stacking 2 images instead of 13. Ties keep the
+ * filter's re-reads where it is the smaller operand, else one panel at a
+ * time. On an Intel Xeon guest whose reported L3 (480 MiB) read at 15-30
+ * GB/s: ResNet-50's 3x3 stride-2 layer of 512 channels at batch 13 (NHWC)
+ * had kept all 4.7 MB of a thread's panels "in its L3 share" and re-read
+ * them for each of 92 rows (1 x 2 grid 21.7 ms, one thread 18.6, a panel
+ * at a time 8.6; oneDNN 11.5); its c4 projection (1x1 stride 2, 512 ->
+ * 1024, batch 13) re-read 2.6 MB of input for each of 22 panels (10.4 ms,
+ * packed 8.9, in blocks of two images 8.8; NOTES.md, thirty-fifth
+ * session). */
+enum { VX_CELL_PANEL_AT_A_TIME = 0, VX_CELL_ALL_PANELS = 1, VX_CELL_BLOCKS = 2 };
+
+static inline int vx_conv_inplace_order(double filter_bytes, double pixel_bytes, int64_t pixels, int64_t row,
+                                        int64_t image, int64_t tile, double panels, double fit, int64_t *block,
+                                        double *far)
 {
-    const double all = filter_bytes <= fit ? 0.0 : (rows - 1.0) * filter_bytes;
+    const double input_bytes = pixel_bytes * (double)pixels;
+    const double rows = (double)((pixels + row - 1) / row) + 1.0;
     const double one = input_bytes <= fit ? 0.0 : (panels - 1.0) * input_bytes;
-    *far = all < one ? all : one;
-    return all < one || (all == one && filter_bytes <= input_bytes);
+    *block = pixels;
+    if (filter_bytes <= fit) { /* every row's pass over the panels is free */
+        *far = 0;
+        return one > 0 || filter_bytes <= input_bytes ? VX_CELL_ALL_PANELS : VX_CELL_PANEL_AT_A_TIME;
+    }
+    const double all = (rows - 1.0) * filter_bytes;
+    int64_t px = pixel_bytes > 0 ? (int64_t)(fit / pixel_bytes) : pixels;
+    px = px >= 2 * image ? px / image * image : px / row * row;
+    const int64_t least = row < 2 * tile ? tile * image : 2 * row;
+    double blocks = all + 1.0; /* none where the least block does not fit */
+    if (px >= least && px < pixels)
+        blocks = (double)((pixels + px - 1) / px - 1) * filter_bytes;
+    if (one <= blocks && one <= all) {
+        *far = one;
+        return VX_CELL_PANEL_AT_A_TIME;
+    }
+    if (blocks < all) {
+        *far = blocks;
+        *block = px;
+        return VX_CELL_BLOCKS;
+    }
+    *far = all;
+    return VX_CELL_ALL_PANELS;
 }
 
 /* The input elements under each output pixel that a cell's rows read

@@ -750,22 +750,24 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
 }
 
 /* What a cell of a convolution's in-place patches re-reads from beyond
- * L2 (the order it runs in, vx_conv_inplace_all_panels: its packed filter
- * per row of pixels, or its input per panel) at the rate of the level
- * that holds it (the second level holds half the unit's L2, levels.h, as
- * the executor counts). The cell's pixels and panels are x's. */
-static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int n0, const grid_ctx *x)
+ * L2 (the order it runs in, vx_conv_inplace_order: its packed filter per
+ * row or block of pixels, or its input per panel) at the rate of the
+ * level that holds it (the second level holds half the unit's L2,
+ * levels.h, as the executor counts). The cell's pixels and panels are
+ * x's. */
+static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x)
 {
     if (p->a_pixel_elems <= 0 || p->a_row <= 0 || d->nmem < 3)
         return 0.0;
     const double e = d->elem_bytes;
     const double filter = e * (double)x->cols * (double)n0 * (double)p->k;
-    const double input = e * (double)x->m_c * p->a_pixel_elems;
-    const double rows = (double)cdiv(x->m_c, p->a_row) + 1.0;
+    const int64_t image = p->a_img > 0 ? p->a_img : x->m_c;
+    int64_t block;
     double far;
-    const int all = vx_conv_inplace_all_panels(filter, input, rows, (double)x->cols, (double)d->mem[1].bytes,
-                                               &far);
-    return far > 0 ? far * x->nspb[level_for(d, all ? filter : input)] : 0.0;
+    const int order = vx_conv_inplace_order(filter, e * p->a_pixel_elems, x->m_c, p->a_row, image, m0,
+                                            (double)x->cols, (double)d->mem[1].bytes, &block, &far);
+    const double reread = order == VX_CELL_PANEL_AT_A_TIME ? e * (double)x->m_c * p->a_pixel_elems : filter;
+    return far > 0 ? far * x->nspb[level_for(d, reread)] : 0.0;
 }
 
 /* A cell of a convolution's in-place patches walks each of its filter
@@ -941,7 +943,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         const double a_again = a_cell * (double)cols * x->nspb[1];
         return copy_b + a_first +
                dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p),
-                    a_again + conv_far_ns(d, p, n0, x) + conv_panel_ns(d, p, m0, n0, x));
+                    a_again + conv_far_ns(d, p, m0, n0, x) + conv_panel_ns(d, p, m0, n0, x));
     }
     const double c_again = c_rewalk_ns(d, p, F, b->mode, m0, kb, KB, x);
     const int a_level = level_for(d, e * (double)m_c * (double)kb);

@@ -227,7 +227,7 @@ typedef struct {
                                   pixels, on average (its calls run that many rows) */
     double a_pixel_elems;      /* > 0: A in place is a convolution's input, this many of
                                   its elements under each row of A (output pixel): what a
-                                  cell's rows read of it (vx_conv_inplace_all_panels) */
+                                  cell's rows read of it (vx_conv_inplace_order) */
     double a_kfrac;            /* in (0, 1): A in place skips all but this fraction of k
                                   (a convolution's taps in the padding); 0 = all of k */
     double b_kfrac;            /* in (0, 1): ... and its B copy only this fraction (the

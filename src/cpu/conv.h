@@ -41,10 +41,11 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
 void vx_conv_inplace_force_band(int mode);
 
 /* Testing: the order a cell of the in-place path runs in (conv_inplace.c,
- * run_cell; analyzer/conv_plan.h, vx_conv_inplace_all_panels) -1 as the
- * re-reads decide (the default), 0 one filter panel at a time, 1 all the
- * cell's panels first (where they fit its buffer). Not thread-safe: set it
- * while no convolution runs. */
+ * run_cell; analyzer/conv_plan.h, vx_conv_inplace_order) -1 as the
+ * re-reads decide (the default), else VX_CELL_PANEL_AT_A_TIME (0),
+ * VX_CELL_ALL_PANELS (1) or VX_CELL_BLOCKS (2, blocks of two output rows);
+ * panels first only where they fit the cell's buffer. Not thread-safe: set
+ * it while no convolution runs. */
 void vx_conv_inplace_force_order(int mode);
 
 /* NHWC, one group, not pointwise, in the dot form (plan->path ==

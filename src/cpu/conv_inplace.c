@@ -282,9 +282,9 @@ typedef struct {
 } band_run;
 
 static int band_force = -1;  /* testing: -1 priced, 0 never, 1 always */
-static int order_force = -1; /* testing: -1 by the re-reads, 0 one panel at a time, 1 all panels first */
+static int order_force = -1; /* testing: -1 by the re-reads, else a VX_CELL_ order */
 
-void vx_conv_inplace_force_order(int mode) { order_force = mode < 0 ? -1 : mode > 0; }
+void vx_conv_inplace_force_order(int mode) { order_force = mode < 0 ? -1 : mode > 2 ? 2 : mode; }
 
 void vx_conv_inplace_force_band(int mode) { band_force = mode < 0 ? -1 : mode > 0; }
 
@@ -660,7 +660,9 @@ static void run_pixels(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t 
  * packed first and every output row passes over all of them (the input
  * rows read once, the filter re-read per row), or one panel is packed at a
  * time and every row passes over it while it sits in L2 (the filter read
- * once, the input re-read per panel): vx_conv_inplace_all_panels picks by
+ * once, the input re-read per panel), or all panels are packed first and
+ * blocks of rows whose input stays in L2 pass over one panel after another
+ * (both read again: the filter per block): vx_conv_inplace_order picks by
  * what each re-reads from beyond L2. A last-level cache does not make the
  * filter's re-reads cheap: at 512 channels in and out (3x3, 4.7 MB of
  * panels a thread) they ran from DRAM on AMD Zen 1 (64x512x7x7, 2
@@ -682,23 +684,31 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
         vx_conv_inside(J->v->p, p->h, p->stride_h, r * p->dilation_h - p->pad_h, &tb.r_lo[r], &tb.r_hi[r]);
     const int64_t panel_floats = J->red * J->plan->nr;
     const double filter_bytes = 4.0 * (double)(q1 - q0) * (double)panel_floats;
-    const double input_bytes =
-        4.0 * (double)(m1 - m0) * vx_conv_pixel_elems(J->v->cg, p->r, p->s, p->stride_h, p->stride_w);
-    const double rows = (double)cdiv(m1 - m0, J->v->q) + 1.0;
+    const double pixel_bytes = 4.0 * vx_conv_pixel_elems(J->v->cg, p->r, p->s, p->stride_h, p->stride_w);
+    int64_t block;
     double far;
-    const int all_panels = order_force >= 0 ? order_force
-                                            : vx_conv_inplace_all_panels(filter_bytes, input_bytes, rows,
-                                                                         (double)(q1 - q0), J->l2_bytes / 2, &far);
+    int order = vx_conv_inplace_order(filter_bytes, pixel_bytes, m1 - m0, J->v->q, J->v->p * J->v->q, J->plan->mr,
+                                      (double)(q1 - q0), J->l2_bytes / 2, &block, &far);
+    if (order_force >= 0) { /* testing: forced blocks are two output rows */
+        order = order_force;
+        block = 2 * J->v->q;
+    }
     /* packed before the call: the same panels, read where they are */
     const float *pre = J->packed ? J->packed + g * J->panels * panel_floats : NULL;
-    if (all_panels && q1 - q0 <= VX_CONV_INPLACE_MAX_PANELS) {
+    if (order != VX_CELL_PANEL_AT_A_TIME && q1 - q0 <= VX_CONV_INPLACE_MAX_PANELS) {
         for (int64_t q = q0; q < q1; q++) {
             float *own = buf + (q - q0) * panel_floats;
             bp[q - q0] = pre ? pre + q * panel_floats : own;
             if (!pre)
                 pack_panel(J, g, q, own);
         }
-        run_pixels(J, g, m0, m1, q0, q1, bp, &tb);
+        if (order == VX_CELL_ALL_PANELS) {
+            run_pixels(J, g, m0, m1, q0, q1, bp, &tb);
+            return;
+        }
+        for (int64_t b0 = m0; b0 < m1; b0 += block) /* VX_CELL_BLOCKS */
+            for (int64_t q = q0; q < q1; q++)
+                run_pixels(J, g, b0, min64(m1, b0 + block), q, q + 1, &bp[q - q0], &tb);
         return;
     }
     bp[0] = buf;
