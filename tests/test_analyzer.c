@@ -217,38 +217,46 @@ Test(conv_view, inplace_cell_order_follows_the_far_rereads)
     double far = -1;
     int64_t block = -1;
     /* both fit: the smaller re-read, nothing far */
-    cr_expect(vx_conv_inplace_order(0.5 * MB, 0.8 * MB / 700, 700, 7, 49, 4, 8, fit, &block, &far) == VX_CELL_ALL_PANELS &&
+    cr_expect(vx_conv_inplace_order(0.5 * MB, 0.8 * MB / 700, 700, 7, 7, 49, 4, 8, fit, &block, &far) == VX_CELL_ALL_PANELS &&
               far == 0 && block == 700, "far %g block %lld", far, (long long)block);
-    cr_expect(vx_conv_inplace_order(0.8 * MB, 0.5 * MB / 700, 700, 7, 49, 4, 8, fit, &block, &far) ==
+    cr_expect(vx_conv_inplace_order(0.8 * MB, 0.5 * MB / 700, 700, 7, 7, 49, 4, 8, fit, &block, &far) ==
                   VX_CELL_PANEL_AT_A_TIME && far == 0);
     /* only the filter fits: all panels first, whatever the sizes */
-    cr_expect(vx_conv_inplace_order(0.9 * MB, 1000.0, 200000, 100, 10000, 4, 8, fit, &block, &far) ==
+    cr_expect(vx_conv_inplace_order(0.9 * MB, 1000.0, 200000, 100, 100, 10000, 4, 8, fit, &block, &far) ==
                   VX_CELL_ALL_PANELS && far == 0);
     /* only the input fits: one panel at a time, even with the filter smaller */
-    cr_expect(vx_conv_inplace_order(4 * MB, 0.9 * MB / 637, 637, 7, 49, 4, 8, fit, &block, &far) ==
+    cr_expect(vx_conv_inplace_order(4 * MB, 0.9 * MB / 637, 637, 7, 7, 49, 4, 8, fit, &block, &far) ==
                   VX_CELL_PANEL_AT_A_TIME && far == 0);
     /* neither: ResNet-50's 3x3 stride-2 layer of 512 channels at batch 13,
-     * a 1 x 2 cell: 92 row passes over 4.7 MB, or 8 panels over 5.2 MB;
-     * blocks of whole images (two of 49 pixels fit: 128 of 8 KiB, cut to
-     * 98) would pass 7 times over the filter, but 7-pixel rows stack their
-     * pieces across the images: with 10-row tiles no block holds enough,
-     * and the input goes per panel */
+     * a 1 x 2 cell: 92 row passes over 4.7 MB, or 8 panels over 5.2 MB
+     * (its rows have an edge pixel: no blocks) */
     const double filter = 4.0 * 4608 * 256, pixel = 4.0 * 2048, input = pixel * 637;
-    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 7, 49, 10, 8, fit, &block, &far) == VX_CELL_PANEL_AT_A_TIME);
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 7, 6, 49, 2, 8, fit, &block, &far) == VX_CELL_PANEL_AT_A_TIME);
     cr_expect_float_eq(far, 7 * input, 1e-6 * input, "far %g, expected the input again 7 times", far);
-    /* ... with 2-row tiles (rows four tiles wide, no stacking) the blocks */
-    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 7, 49, 2, 8, fit, &block, &far) == VX_CELL_BLOCKS);
+    /* ... the same sizes without edge pixels: blocks of whole images (two
+     * of 49 pixels fit: 128 of 8 KiB, cut to 98) pass 7 times over the
+     * filter; with 10-row tiles the 7-pixel rows stack across the images
+     * and no block holds 10 of them: a panel at a time */
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 7, 7, 49, 10, 8, fit, &block, &far) ==
+              VX_CELL_PANEL_AT_A_TIME);
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 7, 7, 49, 2, 8, fit, &block, &far) == VX_CELL_BLOCKS);
     cr_expect_eq(block, 98, "block %lld, expected two whole images", (long long)block);
     cr_expect_float_eq(far, 6 * filter, 1e-6 * filter, "far %g, expected the filter again 6 times", far);
+    /* ... 14-pixel rows with 7-row tiles: blocks of whole rows where the
+     * row has no edge pixels, none where it has (its interior 12) */
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 14, 14, 196, 7, 8, fit, &block, &far) == VX_CELL_BLOCKS);
+    cr_expect_eq(block, 126, "block %lld, expected 9 rows of 14", (long long)block);
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 14, 12, 196, 7, 8, fit, &block, &far) ==
+              VX_CELL_PANEL_AT_A_TIME);
     /* ... with rows too long for two in a block (70 pixels: 11 passes over
      * the filter against 7 over the input): the input per panel */
-    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 70, 637, 8, 8, fit, &block, &far) ==
+    cr_expect(vx_conv_inplace_order(filter, pixel, 637, 70, 70, 637, 8, 8, fit, &block, &far) ==
               VX_CELL_PANEL_AT_A_TIME);
     cr_expect_float_eq(far, 7 * input, 1e-6 * input, "far %g, expected the input again 7 times", far);
     /* ... and many panels over three rows of pixels too wide to block:
      * the filter re-read per row */
     const double wide = 100.0 * 1024;
-    cr_expect(vx_conv_inplace_order(filter, wide, 21, 7, 49, 2, 64, fit, &block, &far) == VX_CELL_ALL_PANELS);
+    cr_expect(vx_conv_inplace_order(filter, wide, 21, 7, 7, 49, 2, 64, fit, &block, &far) == VX_CELL_ALL_PANELS);
     cr_expect_float_eq(far, 3 * filter, 1e-6 * filter, "far %g, expected the filter again 3 times", far);
     /* a 3x3 stride-2 filter reads all four input pixels under an output
      * pixel, a 1x1 stride-2 one only one of them */
@@ -935,7 +943,7 @@ VT_ISA_TEST(cost, conv_in_place_pays_its_far_rereads, TMO)
     int64_t block;
     double far;
     const int order = vx_conv_inplace_order(4.0 * (double)(panels * wide * p.k), 4.0 * p.a_pixel_elems, p.m,
-                                            p.a_row, p.a_img, c.l0[c.l1[l1].l0].m, (double)panels,
+                                            p.a_row, p.a_row - p.a_edge, p.a_img, c.l0[c.l1[l1].l0].m, (double)panels,
                                             (double)d.mem[1].bytes, &block, &far);
     cr_assert(far > 0, "order %d re-reads nothing far", order);
     const double with = vx_cost_price(&d, &c, &p, l1, g12);

@@ -67,11 +67,15 @@ enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
  * bytes (half the unit's L2, where it stays between passes); beyond, the
  * order that re-reads fewer bytes runs, and *far is what it re-reads.
  * Blocks hold two or more whole output rows of `row` pixels (whole images
- * of `image` where two fit); where a row is narrower than two tiles of
- * `tile` pixels, its pieces may stack across the images, and blocks must
- * then hold `tile` images or more: ResNet-50's 3x3 stride-2 layer above in
- * blocks of two 7x7 images ran 10.1 ms against 9.0 a panel at a time,
- * stacking 2 images instead of 13. Ties keep the
+ * of `image` where two fit), and only where a row has no edge pixels
+ * (`inner` == row: no taps reach into the padding, whose one-pixel pieces
+ * stack down the rows or across the images): the 3x3 pad-1 layers of
+ * ResNet-50's stage 4 ran 3-9 % slower in blocks, the 1x1 stride-2
+ * projections 2-6 % faster (forced in one process). Where such a row is
+ * narrower than two tiles of `tile` pixels its pieces stack across the
+ * images, and blocks must hold `tile` images or more (blocks of two 7x7
+ * images took the stage-5 3x3 stride-2 layer from 9.0 to 10.1 ms). Ties
+ * keep the
  * filter's re-reads where it is the smaller operand, else one panel at a
  * time. On an Intel Xeon guest whose reported L3 (480 MiB) read at 15-30
  * GB/s: ResNet-50's 3x3 stride-2 layer of 512 channels at batch 13 (NHWC)
@@ -84,8 +88,8 @@ enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
 enum { VX_CELL_PANEL_AT_A_TIME = 0, VX_CELL_ALL_PANELS = 1, VX_CELL_BLOCKS = 2 };
 
 static inline int vx_conv_inplace_order(double filter_bytes, double pixel_bytes, int64_t pixels, int64_t row,
-                                        int64_t image, int64_t tile, double panels, double fit, int64_t *block,
-                                        double *far)
+                                        int64_t inner, int64_t image, int64_t tile, double panels, double fit,
+                                        int64_t *block, double *far)
 {
     const double input_bytes = pixel_bytes * (double)pixels;
     const double rows = (double)((pixels + row - 1) / row) + 1.0;
@@ -99,8 +103,8 @@ static inline int vx_conv_inplace_order(double filter_bytes, double pixel_bytes,
     int64_t px = pixel_bytes > 0 ? (int64_t)(fit / pixel_bytes) : pixels;
     px = px >= 2 * image ? px / image * image : px / row * row;
     const int64_t least = row < 2 * tile ? tile * image : 2 * row;
-    double blocks = all + 1.0; /* none where the least block does not fit */
-    if (px >= least && px < pixels)
+    double blocks = all + 1.0; /* none with edge pixels, or where the least block does not fit */
+    if (inner == row && px >= least && px < pixels)
         blocks = (double)((pixels + px - 1) / px - 1) * filter_bytes;
     if (one <= blocks && one <= all) {
         *far = one;

@@ -764,8 +764,8 @@ static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int m0, 
     const int64_t image = p->a_img > 0 ? p->a_img : x->m_c;
     int64_t block;
     double far;
-    const int order = vx_conv_inplace_order(filter, e * p->a_pixel_elems, x->m_c, p->a_row, image, m0,
-                                            (double)x->cols, (double)d->mem[1].bytes, &block, &far);
+    const int order = vx_conv_inplace_order(filter, e * p->a_pixel_elems, x->m_c, p->a_row, p->a_row - p->a_edge,
+                                            image, m0, (double)x->cols, (double)d->mem[1].bytes, &block, &far);
     const double reread = order == VX_CELL_PANEL_AT_A_TIME ? e * (double)x->m_c * p->a_pixel_elems : filter;
     return far > 0 ? far * x->nspb[level_for(d, reread)] : 0.0;
 }

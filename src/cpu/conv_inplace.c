@@ -687,8 +687,9 @@ static void run_cell(const job *J, int64_t g, int64_t m0, int64_t m1, int64_t q0
     const double pixel_bytes = 4.0 * vx_conv_pixel_elems(J->v->cg, p->r, p->s, p->stride_h, p->stride_w);
     int64_t block;
     double far;
-    int order = vx_conv_inplace_order(filter_bytes, pixel_bytes, m1 - m0, J->v->q, J->v->p * J->v->q, J->plan->mr,
-                                      (double)(q1 - q0), J->l2_bytes / 2, &block, &far);
+    int order = vx_conv_inplace_order(filter_bytes, pixel_bytes, m1 - m0, J->v->q, J->v->q - J->v->shape.a_edge,
+                                      J->v->p * J->v->q, J->plan->mr, (double)(q1 - q0), J->l2_bytes / 2, &block,
+                                      &far);
     if (order_force >= 0) { /* testing: forced blocks are two output rows */
         order = order_force;
         block = 2 * J->v->q;
