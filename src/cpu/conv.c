@@ -17,18 +17,21 @@ typedef struct {
     int64_t count, rows, cols, ld_src, ld_dst, src_step, dst_step;
     const float *src;
     float *dst;
-    int64_t row_parts; /* transpose_all: each strip's rows in this many parts */
 } transposes;
 
 /* The threads share the matrices' column strips of VX_CONV_TRANSPOSE_STRIP
  * (rows of dst), not whole matrices: shared by matrices, a batch of 1 ran
  * on one thread and a batch of 3 on two took the time of 2. Where the
  * strips are fewer than the threads, each strip's rows are cut in parts
- * (vx_conv_transpose_row_parts), at multiples of 8 (the 8 x 8 blocks). */
+ * (vx_conv_transpose_row_parts), at multiples of 8 (the 8 x 8 blocks);
+ * counted for the threads that run (transpose_all's, cut to the units:
+ * the same parts). */
 static void transposes_task(void *ctx, int tid, int nthreads)
 {
     const transposes *t = ctx;
-    const int64_t per = vx_conv_transpose_strips(t->cols), parts = t->row_parts, units = t->count * per * parts;
+    const int64_t per = vx_conv_transpose_strips(t->cols),
+                  parts = vx_conv_transpose_row_parts(t->count, t->rows, t->cols, nthreads),
+                  units = t->count * per * parts;
     const int64_t lo = units * tid / nthreads, hi = units * (tid + 1) / nthreads;
     for (int64_t u = lo; u < hi; u++) {
         const int64_t i = u / (per * parts), c0 = u / parts % per * VX_CONV_TRANSPOSE_STRIP, part = u % parts;
@@ -40,10 +43,10 @@ static void transposes_task(void *ctx, int tid, int nthreads)
     }
 }
 
-static void transpose_all(transposes *t, int threads)
+static void transpose_all(const transposes *t, int threads)
 {
-    t->row_parts = vx_conv_transpose_row_parts(t->count, t->rows, t->cols, threads);
-    const int64_t units = t->count * vx_conv_transpose_strips(t->cols) * t->row_parts;
+    const int64_t units = t->count * vx_conv_transpose_strips(t->cols) *
+                          vx_conv_transpose_row_parts(t->count, t->rows, t->cols, threads);
     if (threads > units)
         threads = (int)units;
     if (threads > 1)
@@ -76,8 +79,8 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
                        (n_in + n_f + n_out) * sizeof(float));
     float *f_t = in_t + n_in, *out_t = in_t + n_in + n_f;
     const int threads = plan->threads > 1 ? plan->threads : 1;
-    transposes t_in = { p->n, p->c, hw, hw, p->c, p->c * hw, hw * p->c, in, in_t, 1 };
-    transposes t_f = { p->k, p->c, rs, rs, p->c, p->c * rs, rs * p->c, filter, f_t, 1 };
+    const transposes t_in = { p->n, p->c, hw, hw, p->c, p->c * hw, hw * p->c, in, in_t };
+    const transposes t_f = { p->k, p->c, rs, rs, p->c, p->c * rs, rs * p->c, filter, f_t };
     transpose_all(&t_in, threads);
     if (f_t_needed)
         transpose_all(&t_f, threads);
@@ -89,7 +92,7 @@ static vx_status conv_via_nhwc(const vx_conv2d_params *p, const vx_conv_view *v,
                                                  out_t, threads_used);
     if (s != VX_OK)
         return s;
-    transposes t_out = { p->n, pq, p->k, p->k, pq, pq * p->k, p->k * pq, out_t, out, 1 };
+    const transposes t_out = { p->n, pq, p->k, p->k, pq, pq * p->k, p->k * pq, out_t, out };
     transpose_all(&t_out, threads);
     return VX_OK;
 }
