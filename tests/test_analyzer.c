@@ -852,6 +852,44 @@ VT_ISA_TEST(cost, cells_side_by_side_pay_for_shared_lines, TMO)
     vx_candidates_free(&c);
 }
 
+/* A cell of one column tile streams C only where k is at most
+ * stream_one_tile_k_max (gemm.c, streams_c): the model prices the stream
+ * (A's rows fetched ahead by the streaming loop, no wait for them) only
+ * there. A far A (200000 rows) and a core window of one operation a step
+ * make the wait large wherever it is priced. */
+VT_ISA_TEST(cost, one_column_tile_streams_c_only_at_short_k, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    cr_assert_gt(d.stream_one_tile_k_max, 0, "the CPU backend bounds k for one-tile cells");
+    d.a_step_ops = 1;
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_COPY_B), g21 = grid_of(&c, 2, 1);
+    const int n0 = d.fam[c.l0[c.l1[l1].l0].fam].n;
+    const int64_t short_k = d.stream_one_tile_k_max / 2, long_k = 2 * d.stream_one_tile_k_max;
+    const struct {
+        int64_t n, k;
+        int streamed;
+    } cases[] = { { n0, short_k, 1 }, { n0, long_k, 0 }, { 2 * n0, long_k, 1 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const vx_problem p = {.m = 200000, .n = cases[i].n, .k = cases[i].k, .b_in_place_ok = 1,
+                              .a_in_place_ok = 1};
+        vx_device_desc on = d, off = d;
+        on.stream_c_min = 1;
+        off.stream_c_min = 0;
+        const double streamed = vx_cost_price(&on, &c, &p, l1, g21), plain = vx_cost_price(&off, &c, &p, l1, g21);
+        cr_assert(streamed > 0 && plain > 0, "n %lld k %lld: not priced (%g, %g)", (long long)p.n, (long long)p.k,
+                  streamed, plain);
+        if (cases[i].streamed)
+            cr_assert(streamed < plain, "n %lld (tiles %d wide) k %lld: a streamed C should price below %g, found %g",
+                      (long long)p.n, n0, (long long)p.k, plain, streamed);
+        else
+            cr_assert_float_eq(streamed, plain, 1e-9 * plain,
+                               "n %lld (one tile) k %lld: the driver does not stream, priced %g against %g",
+                               (long long)p.n, (long long)p.k, streamed, plain);
+    }
+}
+
 /* The measured overlap of in-place streams: a plain in-place plan costs
  * less with it, never less than reading B once from home; a convolution's
  * segmented A keeps the full price; and the calibration inverts the price:

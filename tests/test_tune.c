@@ -23,6 +23,7 @@
 #include "analyzer/tune.h"
 #include "cpu/cpu_levels.h"
 #include "cpu/cpu_tune.h"
+#include "cpu/gemm.h"
 #include "ref.h"
 
 /* ------------------------------------------------------------------ */
@@ -201,6 +202,7 @@ static void distinctive(vx_tune *t, double shift)
     t->line_stream_ns = 9.375 + shift;
     t->region_handoff_ns = 111.5 + shift;
     t->l2_alias_ways = 2.75 + shift;
+    t->l3_effective_bytes = 77594624.0 + 1048576.0 * shift; /* whole bytes: the file keeps an integer */
     t->packed_probe[VX_ISA_AVX2].fam = 0;
     t->packed_probe[VX_ISA_AVX2].m = 1;
     t->packed_probe[VX_ISA_AVX2].ns = 54321.5 + shift;
@@ -266,6 +268,7 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         { "line_stream_ns", want->line_stream_ns, got->line_stream_ns },
         { "region_handoff_ns", want->region_handoff_ns, got->region_handoff_ns },
         { "l2_alias_ways", want->l2_alias_ways, got->l2_alias_ways },
+        { "l3_effective_bytes", want->l3_effective_bytes, got->l3_effective_bytes },
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
         cr_assert(close_rel(s[i].want, s[i].got), "%s: %s: expected %.9g, found %.9g", what, s[i].name, s[i].want,
@@ -449,6 +452,17 @@ Test(tune, a_file_without_the_alias_probe_has_none)
               loaded.region_handoff_ns);
 }
 
+/* ... and the L3 capacity probe: none (0: the L3 as reported). */
+Test(tune, a_file_without_the_capacity_probe_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("l3_effective_bytes", &saved, &loaded);
+    cr_assert_eq(loaded.l3_effective_bytes, 0.0, "l3_effective_bytes: expected 0, found %g",
+                 loaded.l3_effective_bytes);
+    cr_assert(close_rel(loaded.l2_alias_ways, saved.l2_alias_ways), "l2_alias_ways: expected %g from the file, found %g",
+              saved.l2_alias_ways, loaded.l2_alias_ways);
+}
+
 /* ... and a file without the pool's hand-off reading turns the run-time
  * class off (0), whatever the defaults say: its wake_warm_ns was timed
  * as an empty region, against which no reading compares. */
@@ -527,14 +541,15 @@ Test(tune, failed_save_names_the_real_reason)
                   { "gemv_rows_ns_per_flop[avx2][1]", "gemv_rows_ns_per_flop" },
                   { "fetch_next_ratio[avx512]", "fetch_next_ratio" },
                   { "context_ratio[avx2][0]", "context_ratio" },
-                  { "l2_alias_ways", "l2_alias_ways" } };
+                  { "l2_alias_ways", "l2_alias_ways" },
+                  { "l3_effective_bytes", "l3_effective_bytes" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
                             &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
                             &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512],
-                            &bad.context_ratio[VX_ISA_AVX2][0], &bad.l2_alias_ways };
+                            &bad.context_ratio[VX_ISA_AVX2][0], &bad.l2_alias_ways, &bad.l3_effective_bytes };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -702,6 +717,11 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "l2_alias_ways under 1", "2.75", "0.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "l2_alias_ways above 64", "2.75", "65", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "l2_alias_ways given as a string", "2.75", "\"2.75\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "l3_effective_bytes under 1 MiB", "77594624", "4096", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "l3_effective_bytes negative", "77594624", "-77594624", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "l3_effective_bytes 1e300", "77594624", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "l3_effective_bytes given as a string", "77594624", "\"77594624\"",
+                        VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "call_ns given twice", CALL_TEXT, CALL_TEXT ", \"call_ns\": 1.5", VX_ERR_INVALID_ARG);
 
     scratch_path(path, sizeof path, "no-such-file.json");
@@ -860,6 +880,65 @@ Test(tune, the_alias_probe_sets_the_l2_ways_kept)
         cr_assert_eq(M->desc.mem[1].alias_ways, want, "l2_alias_ways %g, a %d-way L2: expected %d ways kept, found %d",
                      cases[i].measured, vx_hw()->l2_ways, want, M->desc.mem[1].alias_ways);
     }
+}
+
+/* The capacity probe's L3 (tune.h, l3_effective_bytes) sets the driver's
+ * last level (gemm.c: C streamed from twice it, the model pricing the
+ * same) where it is less than the hardware query's L3, and only there;
+ * the model's memory levels keep the reported L3. Without the probe, or
+ * with one at or above the reported size, the driver takes the reported
+ * L3 (its L2 where there is none). A testing stream size set beforehand
+ * stays. */
+Test(tune, the_capacity_probe_sets_the_driver_last_level)
+{
+    const vx_hw_info *hw = vx_hw();
+    const int64_t reported = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    const double half = hw->l3_bytes >= 4 * 1048576 ? (double)(hw->l3_bytes / 2 / 1048576 * 1048576) : 0.0;
+    const struct {
+        double measured;
+        int64_t want;
+    } cases[] = { { half, half > 0 ? (int64_t)half : reported },
+                  { (double)(hw->l3_bytes > 0 ? hw->l3_bytes : 1048576) * 2.0, reported },
+                  { 0.0, reported } };
+    int64_t levels_l3 = -1;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vx_tune t;
+        distinctive(&t, 0);
+        t.l3_effective_bytes = cases[i].measured;
+        char path[600];
+        scratch_path(path, sizeof path, i == 0 ? "l3eff0.json" : i == 1 ? "l3eff1.json" : "l3eff2.json");
+        save_ok(path, &t);
+        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
+        vx_tune_reset();
+        vx_cpu_model_reset();
+        cr_assert_eq(vx_tune_active()->measured, 1, "l3_effective_bytes %g: the file was not taken",
+                     cases[i].measured);
+        const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
+        cr_assert_not_null(M, "no AVX2 model");
+        cr_assert_eq(vx_gemm_last_level_bytes(), cases[i].want,
+                     "l3_effective_bytes %g (L3 reported %lld): expected a last level of %lld, found %lld",
+                     cases[i].measured, (long long)hw->l3_bytes, (long long)cases[i].want,
+                     (long long)vx_gemm_last_level_bytes());
+        cr_assert_eq(M->desc.stream_c_min, 2 * cases[i].want,
+                     "l3_effective_bytes %g: the model streams C from %lld bytes, the driver from %lld",
+                     cases[i].measured, (long long)M->desc.stream_c_min, (long long)(2 * cases[i].want));
+        /* the memory levels do not move with it */
+        const int64_t l3_level = M->desc.nmem >= 2 ? M->desc.mem[M->desc.nmem - 2].bytes : 0;
+        if (levels_l3 < 0)
+            levels_l3 = l3_level;
+        cr_assert_eq(l3_level, levels_l3, "l3_effective_bytes %g: the level before DRAM holds %lld, before %lld",
+                     cases[i].measured, (long long)l3_level, (long long)levels_l3);
+    }
+    /* a testing size survives the model being built again */
+    vx_gemm_set_stream_bytes(12345);
+    vx_tune_reset();
+    vx_cpu_model_reset();
+    cr_assert_not_null(vx_cpu_model_get(VX_ISA_AVX2));
+    cr_assert_eq(vx_gemm_stream_c_min(), 12345, "the testing stream size became %lld",
+                 (long long)vx_gemm_stream_c_min());
+    vx_gemm_set_stream_bytes(-1);
+    cr_assert_eq(vx_gemm_stream_c_min(), 2 * reported, "restored: expected %lld, found %lld",
+                 (long long)(2 * reported), (long long)vx_gemm_stream_c_min());
 }
 
 /* ------------------------------------------------------------------ */

@@ -956,7 +956,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * other column tiles. Priced as above, 716847x112x16 went to a 1 x 2
      * grid that reads A twice and ran 10.5 ms against 8.5 (2 AMD Zen 5
      * cores; NOTES.md, twentieth session). */
-    const int c_streamed = KB == 1 && c_past_caches(d, p) && b_cell <= (double)d->stream_b_max;
+    const int c_streamed = KB == 1 && c_past_caches(d, p) && b_cell <= (double)d->stream_b_max &&
+                           !(x->cols <= 1 && d->stream_one_tile_k_max > 0 && p->k > d->stream_one_tile_k_max);
     if (c_streamed)
         a_again = x->nspb[0];
     /* A tile too wide for the core's window over A's rows, from beyond the

@@ -117,6 +117,14 @@ typedef struct {
      * so share few sets (the alias probe, cpu_tune.c; optional in the file,
      * 0: not measured, and the model counts half the ways). */
     double l2_alias_ways;
+    /* The L3 one core reads at L3's rate, in bytes, where the capacity
+     * probe (cpu_tune.c) found it at most half the size the hardware query
+     * reports (optional in the file; 0: not measured, or as reported). A
+     * guest may be told of the host's whole L3: the Intel Xeon guest of
+     * NOTES.md reports 480 MiB and reads like DRAM past 64-128 MiB. The
+     * model's L3 level and the driver's last-level thresholds (gemm.c:
+     * streaming C, B's far fetches, the few-row passes) take it. */
+    double l3_effective_bytes;
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when

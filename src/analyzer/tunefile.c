@@ -15,7 +15,7 @@
  *     "gemv_rows_ns_per_flop": { "avx512": [2 rows, 3 rows, 4 rows], ... } (optional),
  *     "fetch_next_ratio": { "avx512": time with / without, ... } (optional),
  *     "context_ratio": { "avx512": [family 0, family 1, ...], ... } (optional),
- *     "l2_alias_ways": ... (optional) }
+ *     "l2_alias_ways": ... (optional), "l3_effective_bytes": ... (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -92,6 +92,8 @@ static json_t *isa_object(json_t *root, const char *key, const char *path, char 
 #define BW_MIN 1e-2      /* bytes per ns */
 #define BW_MAX 1e5
 #define FIXED_MAX 1e8    /* ns */
+#define L3_EFFECTIVE_MIN 1048576.0 /* bytes: 1 MiB */
+#define L3_EFFECTIVE_MAX 1e15
 
 static vx_status check_fingerprint(json_t *fp, const vx_hw_info *hw, char *why, size_t len)
 {
@@ -318,6 +320,13 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"l2_alias_ways\" is not a number in [1, 64]", path);
         goto out;
     }
+    /* added after version 2 files were written: optional, absent = as reported */
+    if (json_object_get(root, "l3_effective_bytes") &&
+        !get_num(root, "l3_effective_bytes", L3_EFFECTIVE_MIN, L3_EFFECTIVE_MAX, &n.l3_effective_bytes)) {
+        s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"l3_effective_bytes\" is not a number in [%g, %g]", path,
+                L3_EFFECTIVE_MIN, L3_EFFECTIVE_MAX);
+        goto out;
+    }
     /* added after version 2 files were written: optional; a file without
      * the pool's hand-off reading turns the run-time class off (0) */
     n.region_handoff_ns = 0;
@@ -456,6 +465,8 @@ static const char *non_finite(const vx_tune *t)
         return "region_handoff_ns";
     if (!isfinite(t->l2_alias_ways))
         return "l2_alias_ways";
+    if (!isfinite(t->l3_effective_bytes))
+        return "l3_effective_bytes";
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
             if (!isfinite(t->gemv_rows_ns[isa][r]))
@@ -494,6 +505,8 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
         json_object_set_new(root, "region_handoff_ns", json_real(t->region_handoff_ns));
         if (t->l2_alias_ways > 0)
             json_object_set_new(root, "l2_alias_ways", json_real(t->l2_alias_ways));
+        if (t->l3_effective_bytes > 0)
+            json_object_set_new(root, "l3_effective_bytes", json_integer((json_int_t)t->l3_effective_bytes));
         json_t *rows = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++)
             if (t->gemv_rows_ns[isa][0] > 0)

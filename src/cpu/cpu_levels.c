@@ -187,6 +187,17 @@ static void describe(vx_isa isa, vx_device_desc *d)
     const int all_kc = (int)(sizeof kc_mult / sizeof kc_mult[0]);
     d->nkc = isa == VX_ISA_AVX512 ? all_kc : all_kc - 1;
     memcpy(d->kc_mult, kc_mult, sizeof kc_mult);
+    /* The driver's last-level thresholds (gemm.c: C streamed, B's far
+     * fetches, the few-row passes; the model prices the first as the driver
+     * runs it) take the L3 the tune read at L3's rate where that is less
+     * than reported (tune.h, l3_effective_bytes). The memory levels keep
+     * the reported size: on the Intel Xeon guest, pricing operands of
+     * 32-120 MiB a core at DRAM's rate sent AlexNet's fc6/fc7 at batch 8-16
+     * (B of 67-151 MB, read again by every call) from pack-B to direct
+     * plans that ran 1.06-1.56x the time (NOTES.md, thirty-sixth session). */
+    vx_gemm_set_last_level_bytes(tu->l3_effective_bytes > 0 && tu->l3_effective_bytes < (double)hw->l3_bytes
+                                     ? (int64_t)tu->l3_effective_bytes
+                                     : 0);
     const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
     d->cap_a = hw->l2_bytes;
     d->cap_b = l3_share > hw->l2_bytes ? l3_share : hw->l2_bytes;
@@ -244,6 +255,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->call_ns = tu->call_ns;
     d->stream_c_min = vx_gemm_stream_c_min();
     d->stream_b_max = vx_gemm_stream_b_max();
+    d->stream_one_tile_k_max = VX_GEMM_STREAM_ONE_TILE_K_MAX;
     d->line_share_ns = tu->line_share_ns;
     d->line_stream_ns = tu->line_stream_ns;
     /* Measured on AMD Zen 5 (2 threads, A streamed in place once: tall,

@@ -526,8 +526,7 @@ static int b_rows_alias_in_l1(int64_t b_rs)
  * ms, 4.7-4.8 with the far kernels; NOTES.md, eighteenth session). */
 static int b_fetched_far(const vx_gemm_args *g)
 {
-    const vx_hw_info *hw = vx_hw();
-    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    const int64_t last = vx_gemm_last_level_bytes();
     return b_rows_alias_in_l1(g->b_rs) ||
            (last > 0 && (double)g->k * (double)g->n * (double)sizeof(float) > (double)last);
 }
@@ -665,15 +664,36 @@ enum { STAGE_FLOATS = 4096 }; /* each half: 16 KiB, a third of a 48 KiB L1 */
  * call with beta = 0 on an in-place plan reads it: one load (vx_hw()'s
  * pthread_once a call cost the small suite 7 %). */
 static atomic_llong g_stream_min = -1;
+static atomic_int g_stream_set; /* vx_gemm_set_stream_bytes gave a size */
+static atomic_llong g_last_level; /* vx_gemm_set_last_level_bytes; 0: the hardware query's */
+
+int64_t vx_gemm_last_level_bytes(void)
+{
+    const int64_t set = atomic_load_explicit(&g_last_level, memory_order_relaxed);
+    if (set > 0)
+        return set;
+    const vx_hw_info *hw = vx_hw();
+    return hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+}
 
 static int64_t default_stream_min(void)
 {
-    const vx_hw_info *hw = vx_hw();
-    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    const int64_t last = vx_gemm_last_level_bytes();
     return last > 0 ? 2 * last : INT64_MAX;
 }
 
-void vx_gemm_set_stream_bytes(int64_t bytes) { atomic_store(&g_stream_min, bytes < 0 ? default_stream_min() : bytes); }
+void vx_gemm_set_stream_bytes(int64_t bytes)
+{
+    atomic_store(&g_stream_set, bytes >= 0);
+    atomic_store(&g_stream_min, bytes < 0 ? default_stream_min() : bytes);
+}
+
+void vx_gemm_set_last_level_bytes(int64_t bytes)
+{
+    atomic_store(&g_last_level, bytes > 0 ? bytes : 0);
+    if (!atomic_load(&g_stream_set)) /* a testing size stays */
+        atomic_store(&g_stream_min, default_stream_min());
+}
 
 int64_t vx_gemm_stream_c_min(void)
 {
@@ -700,9 +720,8 @@ static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
  * not alternated: k = 16 0.65x the time in one window and 1.19x in another
  * (the host's DRAM is shared), k = 32 0.89-0.94x, k = 64 1.0-1.1x, k =
  * 128 1.03-1.18x (the kernels near their peak, the stage's copy on top);
- * 2449029x16x16, 716847x32x32, 1569960x16x16: 0.6-0.8x. */
-enum { STREAM_ONE_TILE_K_MAX = 32 };
-
+ * 2449029x16x16, 716847x32x32, 1569960x16x16: 0.6-0.8x. Hence
+ * VX_GEMM_STREAM_ONE_TILE_K_MAX (gemm.h), which the model prices too. */
 static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
 {
     if (g->beta != 0.0f || P->path == VX_PATH_PACKED || P->kc < g->k)
@@ -711,7 +730,7 @@ static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
     if (c_bytes < (double)vx_gemm_stream_c_min())
         return 0;
     const int64_t cols = cell_cols_of(g, P);
-    if (cols <= P->nr && g->k > STREAM_ONE_TILE_K_MAX)
+    if (cols <= P->nr && g->k > VX_GEMM_STREAM_ONE_TILE_K_MAX)
         return 0;
     return (double)g->k * (double)cols * sizeof(float) <= (double)vx_gemm_stream_b_max();
 }
@@ -1025,7 +1044,7 @@ static void gemv_task(void *ctx, int tid, int nthreads)
 int64_t vx_gemv_pass_floats(int64_t len, int64_t k)
 {
     const vx_hw_info *hw = vx_hw();
-    const int64_t last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    const int64_t last = vx_gemm_last_level_bytes();
     if (hw->l1d_bytes <= 0 || last <= 0 || (double)len * (double)k * sizeof(float) > (double)last)
         return 0;
     return hw->l1d_bytes / 4 * 3 / (int64_t)sizeof(float);

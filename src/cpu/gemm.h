@@ -74,10 +74,21 @@ int64_t vx_gemm_stream_c_min(void);
  * last-level cache, else 0. */
 int64_t vx_gemv_pass_floats(int64_t len, int64_t k);
 int64_t vx_gemm_stream_b_max(void);
+/* ... and a cell of one column tile streams C only where k is at most
+ * this (gemm.c, streams_c; the analyzer prices the same rule). */
+enum { VX_GEMM_STREAM_ONE_TILE_K_MAX = 32 };
 
 /* Testing: the size of C, in bytes, from which in-place plans stream C
  * past the caches (gemm.c, streams_c); negative restores the default. */
 void vx_gemm_set_stream_bytes(int64_t bytes);
+
+/* The last-level cache the driver's thresholds count on (streaming C, B's
+ * far fetches, the few-row passes), in bytes: what the tune read at L3's
+ * rate where that is less than the hardware query reports (cpu_levels.c
+ * sets it as the model is built; tune.h, l3_effective_bytes); 0 (the
+ * default) takes the hardware query's. vx_gemm_last_level_bytes reads it. */
+void vx_gemm_set_last_level_bytes(int64_t bytes);
+int64_t vx_gemm_last_level_bytes(void);
 
 /* Whether packed plans fetch the next panel of B into L2 as their row tiles
  * run (gemm.c, next_panel_fetch): 0 never (the same arithmetic without the
