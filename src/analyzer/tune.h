@@ -122,8 +122,9 @@ typedef struct {
      * reports (optional in the file; 0: not measured, or as reported). A
      * guest may be told of the host's whole L3: the Intel Xeon guest of
      * NOTES.md reports 480 MiB and reads like DRAM past 64-128 MiB. The
-     * model's L3 level and the driver's last-level thresholds (gemm.c:
-     * streaming C, B's far fetches, the few-row passes) take it. */
+     * driver's last-level thresholds (gemm.c: streaming C, which the model
+     * prices, B's far fetches, the few-row passes) take it; the model's
+     * memory levels keep the reported L3 (cpu_levels.c says why). */
     double l3_effective_bytes;
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
