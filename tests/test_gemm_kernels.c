@@ -553,6 +553,45 @@ static void forced_tile(vx_isa isa, vx_path path)
 }
 
 VT_ISA_TEST(forced_tile, packed, TMO) { forced_tile(vt_isa, VX_PATH_PACKED); }
+
+/* A transposed B on packed plans is copied panel by panel as the first row
+ * block reaches each panel (gemm.c, b_by_panel), and the later row blocks
+ * read the panels where the first left them: several row blocks (mc of two
+ * tiles), k blocks (the last short) and column blocks (the last panel
+ * ragged), on one thread and on a 1 x 2 and a 2 x 1 grid, NT and TT,
+ * against the float64 reference, with ldb padded and beta = 0 over NaN. */
+VT_ISA_TEST(forced_tile, packed_transposed_b_in_blocks, TMO)
+{
+    const vx_ukernel_set *set = vx_ukernels(vt_isa);
+    static const int grids[][2] = { { 1, 1 }, { 1, 2 }, { 2, 1 } };
+    int idx = 0;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr, mr = set->families[f].mr_max;
+        for (int g = 0; g < 3; g++, idx++) {
+            const int tm = grids[g][0], tn = grids[g][1];
+            const vx_gemm_plan plan = { .path = VX_PATH_PACKED, .isa = vt_isa, .mr = mr, .nr = nr, .kc = 96,
+                                        .mc = 2 * mr, .nc = 2 * nr, .threads_m = tm, .threads_n = tn,
+                                        .threads = tm * tn };
+            vx_set_num_threads(tm * tn);
+            vx_plan_set_override(&plan);
+            char tag[160];
+            snprintf(tag, sizeof tag, "isa=%s packed %dx%d, B transposed, mc %d kc 96 nc %d, grid %dx%d",
+                     vt_isa_name(vt_isa), mr, nr, 2 * mr, 2 * nr, tm, tn);
+            vt_case c = vt_case_make(5 * mr + 3, 5 * nr + nr / 2 + 1, 250);
+            c.tb = VX_TRANS;
+            c.ta = idx % 2 ? VX_TRANS : VX_NO_TRANS;
+            c.ldb_pad = 7;
+            c.beta = 0.0f;
+            c.cinit = VT_C_NAN;
+            c.alpha = idx % 3 ? 1.0f : -0.5f;
+            c.seed = 4400 + (uint64_t)idx;
+            c.tag = tag;
+            vt_check(&c);
+        }
+    }
+    vx_plan_set_override(NULL);
+    vx_set_num_threads(0);
+}
 VT_ISA_TEST(forced_tile, pack_b, TMO) { forced_tile(vt_isa, VX_PATH_PACK_B); }
 VT_ISA_TEST(forced_tile, direct, TMO) { forced_tile(vt_isa, VX_PATH_DIRECT); }
 

@@ -367,13 +367,24 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
         (double)(m1 - m0) * (double)kc * sizeof(float) <= (double)unit_l2_bytes())
         mc = m1 - m0;
     const int one_block = !by_rows && b_on_read && m1 - m0 <= mc;
+    /* A transposed B (strided along n: no pk kernel reads it) is copied
+     * panel by panel as the first row block reaches each panel, not as one
+     * kc x nc block first: the panel is then still in L2 for the row tiles
+     * that follow, where the block (MBs) had gone out to L3 before its
+     * first panel was read. BERT's qkv layers NT (dietcode), Intel Xeon
+     * guest, 2 threads, builds alternated in one window: 448x2304x768
+     * 281/286 -> 291/293 GFLOP/s, 208x2304x768 259/262 -> 266/274,
+     * 1024x3072x1024 288/283 -> 291/287 (NOTES.md, thirty-sixth session).
+     * Gathered B (a convolution's patches) keeps the block copy (see
+     * above). */
+    const int b_by_panel = !b_on_read && !by_rows && !ext_of(g)->gather_b;
     for (int64_t jc = n0; jc < n1; jc += nc) {
         const int64_t nb = min64(nc, n1 - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
             const int64_t kb = min64(kc, g->k - pc);
             const float beta = pc == 0 ? g->beta : 1.0f;
             const int last_k = pc + kb >= g->k;
-            if (!b_on_read)
+            if (!b_on_read && !b_by_panel)
                 load_b(g, v, pc, kb, jc, nb, nr, bp);
             for (int64_t ic = m0; ic < m1; ic += mc) {
                 const int64_t mb = min64(mc, m1 - ic);
@@ -410,6 +421,8 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                     float *bpan = one_block ? bp : bp + jr * kb;
                     float *cc = v->c + ic * g->c_rs + jc + jr;
                     int64_t ir = 0;
+                    if (b_by_panel && ic == m0)
+                        load_b(g, v, pc, kb, jc + jr, nn, nr, bpan);
                     if (b_on_read && ic == m0) { /* this tile leaves the panel packed in bpan */
                         const int64_t mm = min64(mr, mb);
                         /* the pk kernels read A strided: a packed panel of mm
