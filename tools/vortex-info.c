@@ -92,6 +92,10 @@ static void print_hw(void)
     printf("gpu:        %s\n", gpu);
     const vx_tune *t = vx_tune_active();
     printf("tuning:     %s%s%s\n", vx_tune_source(), t->measured ? ", measured " : "", t->measured ? t->created : "");
+    if (t->l3_effective_bytes > 0 && t->l3_effective_bytes < (double)h->l3_bytes)
+        printf("l3 read:    %.0f MiB read nearer DRAM's rate than L3's (the tune): the driver's last-level "
+               "thresholds take that as the L3\n",
+               t->l3_effective_bytes / 1048576.0);
 }
 
 static void print_candidates(void)
