@@ -796,6 +796,20 @@ Test(tune, active_falls_back_and_picks_up_a_good_file)
     vt_check(&c);
 }
 
+/* Save t as scratch file `name`, make it the active tuning (a fresh
+ * model built from it on the next vx_cpu_model_get) and check that it was
+ * taken; `what` names the case in a failure. */
+static void activate(const vx_tune *t, const char *name, const char *what)
+{
+    char path[600];
+    scratch_path(path, sizeof path, name);
+    save_ok(path, t);
+    cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
+    vx_tune_reset();
+    vx_cpu_model_reset();
+    cr_assert_eq(vx_tune_active()->measured, 1, "%s: the file was not taken", what);
+}
+
 /* The CPU model fetches the next panel where the file's probe found that
  * the fetches pay (time with them below the time without), or where the
  * file has no probe; not where they cost. */
@@ -809,13 +823,7 @@ Test(tune, the_fetch_probe_decides_the_next_panel_fetches)
         vx_tune t;
         distinctive(&t, 0);
         t.fetch_next_ratio[VX_ISA_AVX512] = cases[i].ratio;
-        char path[600];
-        scratch_path(path, sizeof path, i == 0 ? "fetch0.json" : i == 1 ? "fetch1.json" : "fetch2.json");
-        save_ok(path, &t);
-        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
-        vx_tune_reset();
-        vx_cpu_model_reset();
-        cr_assert_eq(vx_tune_active()->measured, 1, "ratio %g: the file was not taken", cases[i].ratio);
+        activate(&t, i == 0 ? "fetch0.json" : i == 1 ? "fetch1.json" : "fetch2.json", "fetch_next_ratio");
         const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX512);
         cr_assert_not_null(M, "no AVX-512 model");
         cr_assert_eq(M->fetch_next, cases[i].fetch, "fetch_next_ratio %g: expected fetch_next %d, found %d",
@@ -833,13 +841,7 @@ Test(tune, the_context_probe_sets_the_family_context)
         distinctive(&t, 0);
         if (!with)
             memset(t.context_ratio, 0, sizeof t.context_ratio);
-        char path[600];
-        scratch_path(path, sizeof path, with ? "context1.json" : "context0.json");
-        save_ok(path, &t);
-        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
-        vx_tune_reset();
-        vx_cpu_model_reset();
-        cr_assert_eq(vx_tune_active()->measured, 1, "the file was not taken");
+        activate(&t, with ? "context1.json" : "context0.json", "context_ratio");
         const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
         cr_assert_not_null(M, "no AVX2 model");
         const double want = with ? 0.6875 : 1.0;
@@ -867,13 +869,7 @@ Test(tune, the_alias_probe_sets_the_l2_ways_kept)
         vx_tune t;
         distinctive(&t, 0);
         t.l2_alias_ways = cases[i].measured;
-        char path[600];
-        scratch_path(path, sizeof path, i == 0 ? "alias0.json" : i == 1 ? "alias1.json" : "alias2.json");
-        save_ok(path, &t);
-        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
-        vx_tune_reset();
-        vx_cpu_model_reset();
-        cr_assert_eq(vx_tune_active()->measured, 1, "l2_alias_ways %g: the file was not taken", cases[i].measured);
+        activate(&t, i == 0 ? "alias0.json" : i == 1 ? "alias1.json" : "alias2.json", "l2_alias_ways");
         const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
         cr_assert_not_null(M, "no AVX2 model");
         const int want = vx_hw()->l2_ways >= 4 ? cases[i].want : 0;
@@ -905,14 +901,7 @@ Test(tune, the_capacity_probe_sets_the_driver_last_level)
         vx_tune t;
         distinctive(&t, 0);
         t.l3_effective_bytes = cases[i].measured;
-        char path[600];
-        scratch_path(path, sizeof path, i == 0 ? "l3eff0.json" : i == 1 ? "l3eff1.json" : "l3eff2.json");
-        save_ok(path, &t);
-        cr_assert_eq(setenv("VORTEX_TUNE_FILE", path, 1), 0);
-        vx_tune_reset();
-        vx_cpu_model_reset();
-        cr_assert_eq(vx_tune_active()->measured, 1, "l3_effective_bytes %g: the file was not taken",
-                     cases[i].measured);
+        activate(&t, i == 0 ? "l3eff0.json" : i == 1 ? "l3eff1.json" : "l3eff2.json", "l3_effective_bytes");
         const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
         cr_assert_not_null(M, "no AVX2 model");
         cr_assert_eq(vx_gemm_last_level_bytes(), cases[i].want,
