@@ -126,8 +126,8 @@ static void summary(const vx_tune *t)
         printf("\n");
     }
     if (t->l3_effective_bytes > 0)
-        printf("l3     one core reads %.0f MiB nearer DRAM's rate than L3's: the model and the driver count on an "
-               "L3 of that size (the hardware query reports %lld MiB)\n",
+        printf("l3     one core reads %.0f MiB nearer DRAM's rate than L3's: the driver's last-level thresholds "
+               "take that as the L3 (the hardware query reports %lld MiB)\n",
                t->l3_effective_bytes / 1048576.0, (long long)(vx_hw()->l3_bytes >> 20));
     if (t->l2_alias_ways > 0)
         printf("alias  L2 keeps in-place rows 12 KiB apart in %.2f of its %d ways%s\n", t->l2_alias_ways,
