@@ -962,8 +962,8 @@ static vx_problem conv_problem(const vx_conv2d_params *cp)
  * levels past L2 made slow, ResNet-50's 3x3 stride-2 layer of 512
  * channels at batch 13 on a 1 x 2 grid (4.7 MB of filter and 5.2 MB of
  * input a cell) costs more than without the input's size, and at least
- * what the order re-reads at the far levels' rate; a layer whose filter and input both stay in L2 costs
- * the same either way. */
+ * what the order re-reads at the far levels' rate; a layer whose filter
+ * and input both stay in L2 costs the same either way. */
 VT_ISA_TEST(cost, conv_in_place_pays_its_far_rereads, TMO)
 {
     vx_device_desc d;

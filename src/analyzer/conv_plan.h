@@ -75,9 +75,8 @@ enum { VX_PIECE_ALONG = 0, VX_PIECE_DOWN = 1, VX_PIECE_ACROSS = 2 };
  * narrower than two tiles of `tile` pixels its pieces stack across the
  * images, and blocks must hold `tile` images or more (blocks of two 7x7
  * images took the stage-5 3x3 stride-2 layer from 9.0 to 10.1 ms). Ties
- * keep the
- * filter's re-reads where it is the smaller operand, else one panel at a
- * time. On an Intel Xeon guest whose reported L3 (480 MiB) read at 15-30
+ * keep the filter's re-reads where it is the smaller operand, else one
+ * panel at a time. On an Intel Xeon guest whose reported L3 (480 MiB) read at 15-30
  * GB/s: ResNet-50's 3x3 stride-2 layer of 512 channels at batch 13 (NHWC)
  * had kept all 4.7 MB of a thread's panels "in its L3 share" and re-read
  * them for each of 92 rows (1 x 2 grid 21.7 ms, one thread 18.6, a panel
