@@ -1491,6 +1491,8 @@ VT_ISA_TEST(cost, family_context_scales_packed_kernels_only, TMO)
     vx_device_desc d;
     vx_candidates c;
     two_unit_model(vt_isa, &d, &c);
+    for (int f = 0; f < d.nfamilies; f++) /* the families' contexts alone (a tune's tiles' ratios aside) */
+        d.fam[f].context_min_k = 0;
     const int l1 = first_of_mode(&d, &c, VX_LOAD_COPY_AB), g11 = grid_of(&c, 1, 1);
     const int f = c.l0[c.l1[l1].l0].fam, m0 = c.l0[c.l1[l1].l0].m;
     const int64_t n0 = d.fam[f].n;
@@ -1520,6 +1522,68 @@ VT_ISA_TEST(cost, family_context_scales_packed_kernels_only, TMO)
     cr_assert(g1 > 0 && g2 - g1 >= 0.99 * once, "gathered patches: context 0.5 should add at least %g ns to %g (got %g)",
               once, g1, g2);
     cr_assert(i1 > 0 && i2 == i1, "patches in place: the context moved the price %g -> %g ns", i1, i2);
+}
+
+/* A tile's own context (levels.h, context_m) scales the L0 time of the
+ * plans that pack B, as the probe's did, from the family's context_min_k
+ * on: halving it costs such a plan at least its compute once more. From
+ * there, plans that read B in place, and tiles not measured, take the
+ * family's in the tiles' terms (context_long); below it the family's
+ * context stands. */
+static void contexts_at(vx_device_desc *d, double family, double tile, double in_place, int64_t min_k)
+{
+    for (int f = 0; f < d->nfamilies; f++) {
+        d->fam[f].context = family;
+        d->fam[f].context_long = in_place;
+        d->fam[f].context_min_k = min_k;
+        for (int m = 0; m < VX_MAX_TILE_M; m++)
+            d->fam[f].context_m[m] = tile;
+    }
+}
+
+VT_ISA_TEST(cost, tile_context_scales_packed_b_plans_from_its_k, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const int g11 = grid_of(&c, 1, 1);
+    const int modes[] = { VX_LOAD_COPY_AB, VX_LOAD_COPY_B, VX_LOAD_NONE };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        const int l1 = first_of_mode(&d, &c, modes[i]);
+        const int f = c.l0[c.l1[l1].l0].fam, m0 = c.l0[c.l1[l1].l0].m;
+        const int64_t n0 = d.fam[f].n;
+        const int packs_b = modes[i] != VX_LOAD_NONE;
+        for (int64_t k = 128; k <= 512; k *= 4) {
+            const vx_problem p = {.m = 16 * m0, .n = 4 * n0, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
+            vx_device_desc base = d, tile = d, in_place = d;
+            contexts_at(&base, 1.0, 0.0, 1.0, 256);
+            contexts_at(&tile, 1.0, 0.5, 1.0, 256);
+            contexts_at(&in_place, 1.0, 0.0, 0.5, 256);
+            const double p0 = vx_cost_price(&base, &c, &p, l1, g11), pt = vx_cost_price(&tile, &c, &p, l1, g11);
+            const double pi = vx_cost_price(&in_place, &c, &p, l1, g11);
+            const vx_rate r = d.fam[f].rate[modes[i] == VX_LOAD_NONE ? VX_LOAD_NONE : VX_LOAD_COPY_B][m0 - 1];
+            /* the L0 time once, at the least rate of the modes the plan may
+             * run (A copied or read in place): 16 x 4 tiles over all of k */
+            const vx_rate q = d.fam[f].rate[VX_LOAD_COPY_AB][m0 - 1];
+            const double per = fmin(r.o + (double)k * r.p, q.o + (double)k * q.p);
+            const double once = 64.0 * per;
+            const int long_k = k >= 256;
+            if (long_k && packs_b) /* the family's in the tiles' terms for a tile not measured */
+                cr_assert(pt - p0 >= 0.99 * once && pi - p0 >= 0.99 * once,
+                          "mode %d, k = %lld: the tile's context 0.5, or without it the family's in the tiles' "
+                          "terms, should add at least %g ns to %g (got %g and %g)",
+                          modes[i], (long long)k, once, p0, pt, pi);
+            else if (long_k)
+                cr_assert(pt == p0 && pi - p0 >= 0.99 * once,
+                          "B in place, k = %lld: the tile's context moved the price %g -> %g ns; the family's in "
+                          "the tiles' terms at 0.5 should add at least %g (got %g)",
+                          (long long)k, p0, pt, once, pi);
+            else
+                cr_assert(pt == p0 && pi == p0, "mode %d, k = %lld under the tiles' k: the price moved %g -> %g / %g ns",
+                          modes[i], (long long)k, p0, pt, pi);
+        }
+    }
+    vx_candidates_free(&c);
 }
 
 /* two_unit_model, and its first level, whose set geometry the in-place

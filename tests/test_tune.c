@@ -215,6 +215,11 @@ static void distinctive(vx_tune *t, double shift)
     t->fetch_next_ratio[VX_ISA_AVX512] = 1.0625 + shift / 1000;
     for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
         t->context_ratio[VX_ISA_AVX2][f] = f == 0 ? 0.6875 + shift / 1000 : 1.0 - f / 64.0;
+    /* two tiles told apart (family 0's second, family 1's first), the rest
+     * not measured */
+    t->context_tile[VX_ISA_AVX2][0][1] = 0.8046875 + shift / 1000;
+    if (set->nfamilies > 1)
+        t->context_tile[VX_ISA_AVX2][1][0] = 0.5390625;
     snprintf(t->created, sizeof t->created, "%s", shift == 0 ? CREATED : "2032-01-02T03:04:05Z");
 }
 
@@ -283,6 +288,12 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
             cr_assert(close_rel(want->context_ratio[isa][f], got->context_ratio[isa][f]),
                       "%s: context_ratio[%d][%d]: expected %.9g, found %.9g", what, isa, f,
                       want->context_ratio[isa][f], got->context_ratio[isa][f]);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
+            for (int m = 0; m < VX_TUNE_MAX_MR; m++)
+                cr_assert(close_rel(want->context_tile[isa][f][m], got->context_tile[isa][f][m]),
+                          "%s: context_tile_ratio[%d][%d][%d]: expected %.9g, found %.9g", what, isa, f, m,
+                          want->context_tile[isa][f][m], got->context_tile[isa][f][m]);
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         cr_assert(close_rel(want->fetch_next_ratio[isa], got->fetch_next_ratio[isa]),
                   "%s: fetch_next_ratio[%d]: expected %.9g, found %.9g", what, isa, want->fetch_next_ratio[isa],
@@ -440,6 +451,23 @@ Test(tune, a_file_without_the_context_probe_has_none)
               loaded.fetch_next_ratio[VX_ISA_AVX512]);
 }
 
+/* ... and the context probe tile by tile: none measured (0: the families'
+ * ratios stand), the families' kept. */
+Test(tune, a_file_without_the_tiles_context_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("context_tile_ratio", &saved, &loaded);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
+            for (int m = 0; m < VX_TUNE_MAX_MR; m++)
+                cr_assert_eq(loaded.context_tile[isa][f][m], 0.0,
+                             "context_tile_ratio[%d][%d][%d]: expected 0, found %g", isa, f, m,
+                             loaded.context_tile[isa][f][m]);
+    cr_assert(close_rel(loaded.context_ratio[VX_ISA_AVX2][0], saved.context_ratio[VX_ISA_AVX2][0]),
+              "context_ratio: expected %g from the file, found %g", saved.context_ratio[VX_ISA_AVX2][0],
+              loaded.context_ratio[VX_ISA_AVX2][0]);
+}
+
 /* ... and the alias probe: none measured (0: the model counts half of
  * L2's ways for rows far apart). */
 Test(tune, a_file_without_the_alias_probe_has_none)
@@ -542,14 +570,16 @@ Test(tune, failed_save_names_the_real_reason)
                   { "fetch_next_ratio[avx512]", "fetch_next_ratio" },
                   { "context_ratio[avx2][0]", "context_ratio" },
                   { "l2_alias_ways", "l2_alias_ways" },
-                  { "l3_effective_bytes", "l3_effective_bytes" } };
+                  { "l3_effective_bytes", "l3_effective_bytes" },
+                  { "context_tile_ratio[avx2][0][1]", "context_tile_ratio" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
                             &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
                             &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512],
-                            &bad.context_ratio[VX_ISA_AVX2][0], &bad.l2_alias_ways, &bad.l3_effective_bytes };
+                            &bad.context_ratio[VX_ISA_AVX2][0], &bad.l2_alias_ways, &bad.l3_effective_bytes,
+                            &bad.context_tile[VX_ISA_AVX2][0][1] };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -714,6 +744,14 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "context_ratio 0", "0.6875", "0", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "context_ratio missing a family", "0.6875,", "", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "context_ratio given as a string", "0.6875", "\"0.6875\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "a tile's context above 1", "0.8046875", "1.5", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "a tile's context negative", "0.8046875", "-0.8046875", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "a tile's context under 0.1", "0.8046875", "0.01", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "a tile's context given as a string", "0.8046875", "\"0.8046875\"",
+                        VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "a family's tiles one short", "0.8046875,", "", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "context_tile_ratio not an object", "\"context_tile_ratio\": {",
+                        "\"context_tile_ratio\": [{", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "l2_alias_ways under 1", "2.75", "0.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "l2_alias_ways above 64", "2.75", "65", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "l2_alias_ways given as a string", "2.75", "\"2.75\"", VX_ERR_INVALID_ARG);
@@ -852,6 +890,46 @@ Test(tune, the_context_probe_sets_the_family_context)
                          t.context_ratio[VX_ISA_AVX2][1], M->desc.fam[1].context);
         cr_assert(close_rel(M->desc.fam[0].rate[0][0].p, MARK_P), "family 0 m=1 ns per k step: expected %g, found %g",
                   MARK_P, M->desc.fam[0].rate[0][0].p);
+    }
+}
+
+/* The model takes the tiles' context ratios from the file as they are
+ * (0.8046875 for family 0's second tile: not rounded to 1 as a family's
+ * within the probe's spread would be), 0 for the tiles not measured, and
+ * gives the families their ratio in the tiles' terms (context_long: times
+ * the tiles' level against the families', over each family's measured tile
+ * fastest in L1) from k = context_min_k on; without the tiles, none. */
+Test(tune, the_context_probe_sets_the_tiles_context)
+{
+    for (int with = 0; with < 2; with++) {
+        vx_tune t;
+        distinctive(&t, 0);
+        if (!with)
+            memset(t.context_tile, 0, sizeof t.context_tile);
+        activate(&t, with ? "tiles1.json" : "tiles0.json", "context_tile_ratio");
+        const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
+        cr_assert_not_null(M, "no AVX2 model");
+        const vx_device_desc *d = &M->desc;
+        cr_assert(close_rel(d->fam[0].context_m[1], with ? 0.8046875 : 0.0),
+                  "%s: family 0 tile 2: expected %g, found %g", with ? "measured" : "not measured",
+                  with ? 0.8046875 : 0.0, d->fam[0].context_m[1]);
+        cr_assert_eq(d->fam[0].context_m[0], 0.0, "family 0 tile 1, not measured: expected 0, found %g",
+                     d->fam[0].context_m[0]);
+        double log_sum = 0;
+        int n = 0;
+        for (int f = 0; f < d->nfamilies && f < 2; f++) {
+            const double tile = d->fam[f].context_m[f == 0 ? 1 : 0];
+            if (tile > 0)
+                log_sum += log(tile / d->fam[f].context), n++;
+        }
+        const double level = n ? exp(log_sum / n) : 1.0;
+        for (int f = 0; f < d->nfamilies; f++) {
+            const double want = fmin(1.0, d->fam[f].context * level);
+            cr_assert(close_rel(d->fam[f].context_long, want), "%s: family %d in the tiles' terms: expected %g, "
+                      "found %g", with ? "measured" : "not measured", f, want, d->fam[f].context_long);
+            cr_assert_eq(d->fam[f].context_min_k, with ? 256 : 0, "family %d: tiles' ratios from k = %lld, expected %d",
+                         f, (long long)d->fam[f].context_min_k, with ? 256 : 0);
+        }
     }
 }
 

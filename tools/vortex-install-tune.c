@@ -124,6 +124,22 @@ static void summary(const vx_tune *t)
         for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
             printf(" %d-wide %.3f", set->families[f].nr, t->context_ratio[isa][f]);
         printf("\n");
+        /* tile by tile: the driver's time over what the L1 rates predict,
+         * the least such against each (m:ratio) */
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
+            int shown = 0;
+            for (int m = 1; m <= set->families[f].mr_max && m <= VX_TUNE_MAX_MR; m++) {
+                const double r = t->context_tile[isa][f][m - 1];
+                if (!(r > 0))
+                    continue;
+                if (!shown++)
+                    printf("        %-6s %2d-wide tiles in the driver over their L1 rates (rows:ratio):",
+                           isa == VX_ISA_AVX512 ? "avx512" : "avx2", set->families[f].nr);
+                printf(" %d:%.3f", m, r);
+            }
+            if (shown)
+                printf("\n");
+        }
     }
     if (t->l3_effective_bytes > 0)
         printf("l3     one core reads %.0f MiB nearer DRAM's rate than L3's: the driver's last-level thresholds "

@@ -5,9 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rate of an L0 tile in flops per ns at a long k (the steady state the
- * measurement pruning compares). */
-static double steady_rate(const vx_l0_family *F, int m)
+double vx_l0_steady_rate(const vx_l0_family *F, int m)
 {
     const vx_rate r = F->rate[VX_LOAD_COPY_AB][m - 1];
     const double k = 256;
@@ -36,7 +34,7 @@ static int build_l0(const vx_device_desc *d, vx_candidates *c, vx_l0_cand *out)
                 continue;
             ok[m] = 1;
             c->l0_after_regs++;
-            const double r = steady_rate(F, m);
+            const double r = vx_l0_steady_rate(F, m);
             if (r > best * 1.0001 || (r >= best * 0.9999 && m > best_m)) {
                 best = r;
                 best_m = m;
@@ -46,7 +44,7 @@ static int build_l0(const vx_device_desc *d, vx_candidates *c, vx_l0_cand *out)
             continue;
         int fast[VX_MAX_TILE_M + 1], nfast = 0;
         for (int m = 1; m <= F->m_max && m <= VX_MAX_TILE_M; m++)
-            if (ok[m] && steady_rate(F, m) >= d->keep_rate_frac * best)
+            if (ok[m] && vx_l0_steady_rate(F, m) >= d->keep_rate_frac * best)
                 fast[nfast++] = m;
         c->l0_after_measure += nfast;
         int keep[VX_MAX_TILE_M + 1] = { 0 };

@@ -12,6 +12,9 @@
 /* Build the candidates for a device; returns 0, or -1 when out of memory
  * (*c is then empty). */
 int vx_candidates_build(const vx_device_desc *d, vx_candidates *c);
+/* Rate of L0 tile m of family F in flops per ns at a long k, A and B packed
+ * (the steady state the measurement pruning compares). */
+double vx_l0_steady_rate(const vx_l0_family *F, int m);
 void vx_candidates_free(vx_candidates *c);
 
 /* Print the counts per level and the L0 tiles kept (vortex-info --candidates). */

@@ -636,10 +636,22 @@ static inline int plain_operands(const vx_problem *p)
  * Its patches read in place keep the L1 rates: scaled, 32-wide tiles at
  * 0.935 moved the c4 3x3 stride-2 layer (batch 8, NHWC) from pack-B
  * 10 x 32, 6.0 ms, to 5 x 64, 9.8 ms (thirty-third session). */
-static inline double context_scale(const vx_l0_family *F, const vx_problem *p, int mode)
+static inline double context_scale(const vx_l0_family *F, int m0, const vx_problem *p, int mode)
 {
-    return (plain_operands(p) || mode == VX_LOAD_COPY_AB) && F->context > 0 && F->context < 1 ? 1.0 / F->context
-                                                                                             : 1.0;
+    if (!plain_operands(p) && mode != VX_LOAD_COPY_AB)
+        return 1.0;
+    /* From a long enough k on, the tile's own ratio where B is packed as in
+     * the probe (levels.h, context_m), else the family's in the tiles'
+     * terms (context_long). Over an in-place B the tiles' order is another
+     * (BERT's 13-16-row layers in place: 9 x 48 ran 0.95-1.16x the time of
+     * 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
+     * thirty-seventh session). */
+    double r = F->context;
+    if (F->context_min_k > 0 && p->k >= F->context_min_k) {
+        const double tile = mode != VX_LOAD_NONE ? F->context_m[m0 - 1] : 0.0;
+        r = tile > 0 ? tile : F->context_long;
+    }
+    return r > 0 && r < 1 ? 1.0 / r : 1.0;
 }
 
 /* l0_time over the whole cell of x (its row tiles worked out once) in load
@@ -647,7 +659,7 @@ static inline double context_scale(const vx_l0_family *F, const vx_problem *p, i
 static inline double cell_l0_time(const vx_l0_family *F, int mode, int m0, const grid_ctx *x, int64_t k,
                                   int64_t kblocks, const vx_problem *p)
 {
-    return context_scale(F, p, mode) *
+    return context_scale(F, m0, p, mode) *
            tiles_time(F->rate[rate_mode(x->a_packed_in_place, mode)], m0, x->full, x->rem, x->cols, k, kblocks);
 }
 
@@ -1255,7 +1267,7 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
     const tiles_parts t =
         tiles_split(F->rate[rate_mode(x->a_packed_in_place, mode)], m0, x->full, x->rem, x->cols, p->k);
-    const double scale = context_scale(F, p, mode);
+    const double scale = context_scale(F, m0, p, mode);
     r.per_kb = scale * t.o;
     r.steps = scale * t.p;
     r.compute1 = mode_compute(&r, r.kb_least);

@@ -46,6 +46,12 @@ typedef struct {
                        fastest family's there, over their rates above (0 or 1: as above).
                        The analyzer divides a plain problem's L0 time by it; a convolution's
                        patches keep the rates above (cost.c, context_scale) */
+    double context_m[VX_MAX_TILE_M]; /* [m - 1]: the same tile by tile, where the backend
+                                        measured it (0: the family's context stands), for a
+                                        B packed and k of at least context_min_k */
+    double context_long;   /* the family's context where k is that long and B is read in
+                              place: in the tiles' terms (cost.c, context_scale) */
+    int64_t context_min_k; /* 0: context_m and context_long never apply */
 } vx_l0_family;
 
 /* One memory level an operand can live in or stream from. */

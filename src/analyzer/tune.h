@@ -112,6 +112,17 @@ typedef struct {
      * in the file): its rate over the fastest family's there, in (0, 1]
      * (0: not measured). The analyzer divides the family's L1 rates by it. */
     double context_ratio[VX_ISA_COUNT][VX_TUNE_MAX_FAMILIES];
+    /* The same probe tile by tile (optional in the file), per ISA, family
+     * and m (index m - 1): the tile's time in the driver over what its L1
+     * rate predicts there, the least such ratio over this ISA's tiles
+     * against it, in (0, 1] (0: not measured; the family's context_ratio
+     * then stands). The L1 rates of tiles that issue alike rank them by the
+     * clock each caught, from one tune to the next; in the driver, on an
+     * Intel Xeon guest, 6 x 64 ran BERT's 1024-2048-row layers 3-8 % faster
+     * than 9 x 48 or 5 x 48, which the tunes' L1 rates put ahead of it
+     * (NOTES.md, thirty-seventh session). The analyzer divides the tile's
+     * L1 rates by it. */
+    double context_tile[VX_ISA_COUNT][VX_TUNE_MAX_FAMILIES][VX_TUNE_MAX_MR];
     /* The ways of an L2 set that keep the rows of an in-place B panel for
      * its next row tile, where the rows are a multiple of 4 KiB apart and
      * so share few sets (the alias probe, cpu_tune.c; optional in the file,
@@ -189,6 +200,15 @@ const vx_tune *vx_tune_active(void);
 /* Where the active tuning came from: the file's path, or "built-in
  * defaults (<reason>)". */
 const char *vx_tune_source(void);
+
+/* Whether the CPU driver fetches the next panel of B on ISA isa under
+ * tuning t (tune.h, fetch_next_ratio): where not measured, or measured to
+ * pay. */
+static inline int vx_tune_fetches_next(const vx_tune *t, int isa)
+{
+    const double r = t->fetch_next_ratio[isa];
+    return !(r > 0) || r < 1.0;
+}
 
 /* Helpers every backend's install-time measurements share. */
 /* The median of v[0..n), n >= 1 (reorders v). */

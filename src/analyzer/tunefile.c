@@ -15,6 +15,8 @@
  *     "gemv_rows_ns_per_flop": { "avx512": [2 rows, 3 rows, 4 rows], ... } (optional),
  *     "fetch_next_ratio": { "avx512": time with / without, ... } (optional),
  *     "context_ratio": { "avx512": [family 0, family 1, ...], ... } (optional),
+ *     "context_tile_ratio": { "avx512": [[m = 1, 2, ... of family 0; 0 = not measured], ...], ... }
+ *     (optional),
  *     "l2_alias_ways": ... (optional), "l3_effective_bytes": ... (optional) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
@@ -72,6 +74,24 @@ static int tuned_families(vx_isa isa)
 {
     const int n = vx_ukernels(isa)->nfamilies;
     return n < VX_TUNE_MAX_FAMILIES ? n : VX_TUNE_MAX_FAMILIES;
+}
+
+/* ... and the tiles of family f it keeps per-tile values for (m = 1..). */
+static int tuned_tiles(vx_isa isa, int f)
+{
+    const int n = vx_ukernels(isa)->families[f].mr_max;
+    return n < VX_TUNE_MAX_MR ? n : VX_TUNE_MAX_MR;
+}
+
+/* a[i]: 0 (not measured) or a number in [lo, hi] */
+static int zero_or_num_at(json_t *a, size_t i, double lo, double hi, double *out)
+{
+    json_t *v = json_array_get(a, i);
+    if (json_is_number(v) && json_number_value(v) == 0) {
+        *out = 0;
+        return 1;
+    }
+    return finite_in(v, lo, hi, out);
 }
 
 /* root[key], an object of entries per ISA, or NULL where absent. Present
@@ -316,6 +336,31 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         }
     }
     /* added after version 2 files were written: optional, absent = not measured */
+    json_t *tiles = isa_object(root, "context_tile_ratio", path, why, len, &s);
+    if (s != VX_OK)
+        goto out;
+    for (int isa = 0; tiles && isa < VX_ISA_COUNT; isa++) {
+        json_t *e = json_object_get(tiles, isa_key[isa]);
+        if (!e)
+            continue;
+        const int nf = tuned_families((vx_isa)isa);
+        int ok = json_is_array(e) && json_array_size(e) == (size_t)nf;
+        for (int f = 0; ok && f < nf; f++) {
+            json_t *row = json_array_get(e, (size_t)f);
+            const int nm = tuned_tiles((vx_isa)isa, f);
+            ok = json_is_array(row) && json_array_size(row) == (size_t)nm;
+            for (int m = 0; ok && m < nm; m++)
+                ok = zero_or_num_at(row, (size_t)m, 0.1, 1.0, &n.context_tile[isa][f][m]);
+        }
+        if (!ok) {
+            s = say(VX_ERR_INVALID_ARG, why, len,
+                    "%s: \"context_tile_ratio\".%s is not, for each of its %d families, one number per tile "
+                    "height (0, or in [0.1, 1])",
+                    path, isa_key[isa], nf);
+            goto out;
+        }
+    }
+    /* added after version 2 files were written: optional, absent = not measured */
     if (json_object_get(root, "l2_alias_ways") && !get_num(root, "l2_alias_ways", 1.0, 64.0, &n.l2_alias_ways)) {
         s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"l2_alias_ways\" is not a number in [1, 64]", path);
         goto out;
@@ -478,6 +523,11 @@ static const char *non_finite(const vx_tune *t)
         for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
             if (!isfinite(t->context_ratio[isa][f]))
                 return "context_ratio";
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
+            for (int m = 0; m < VX_TUNE_MAX_MR; m++)
+                if (!isfinite(t->context_tile[isa][f][m]))
+                    return "context_tile_ratio";
     return NULL;
 }
 
@@ -533,6 +583,25 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
             json_object_set_new(context, isa_key[isa], a);
         }
         json_object_set_new(root, "context_ratio", context);
+        json_t *tiles = json_object();
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+            const int nf = tuned_families((vx_isa)isa);
+            int any = 0;
+            for (int f = 0; f < nf; f++)
+                for (int m = 0; m < tuned_tiles((vx_isa)isa, f); m++)
+                    any |= t->context_tile[isa][f][m] > 0;
+            if (!any)
+                continue;
+            json_t *a = json_array();
+            for (int f = 0; f < nf; f++) {
+                json_t *row = json_array();
+                for (int m = 0; m < tuned_tiles((vx_isa)isa, f); m++)
+                    json_array_append_new(row, json_real(t->context_tile[isa][f][m]));
+                json_array_append_new(a, row);
+            }
+            json_object_set_new(tiles, isa_key[isa], a);
+        }
+        json_object_set_new(root, "context_tile_ratio", tiles);
     }
     if (!root)
         return say(VX_ERR_NO_MEMORY, why, len, "out of memory building the tuning file");

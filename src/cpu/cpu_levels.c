@@ -2,6 +2,7 @@
 #include "cpu/dot.h"
 #include "cpu/resident.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,45 @@ static int64_t set_span(int64_t bytes, int ways, int line)
 /* The context probe's ratios (tune.h, context_ratio) read 0.98-1.0 for
  * families that run alike from one tune to the next: their spread. */
 #define CONTEXT_NOISE 0.02
+
+/* The tiles' ratios apply from this k on: the probe's k is 768, and over k
+ * of 16-176 (the GNN suite's outputs, DeepBench's 1500-row layers) they
+ * moved 16 plans that ran up to 1.18x the time against 7 that gained
+ * (NOTES.md, thirty-seventh session). */
+#define CONTEXT_TILE_MIN_K 256
+
+/* The tiles' context ratios (tune.h, context_tile) against the least time
+ * over L1's of any tile, the families' against the fastest family's time:
+ * on the Intel Xeon guest the tiles' sit 3-4 % under the families' (their
+ * geomean over the families' fastest tiles in L1), and taken as they are
+ * every packed plan rose by that against the plans that read B in place
+ * (ResNet-18's classifier at batch 32, 32x1000x512, went to a direct plan
+ * that ran 1.28x the time). Where the tiles' apply (k long enough), the
+ * families' for B in place take that level too (context_long). */
+static void tile_context_level(vx_device_desc *d)
+{
+    double log_sum = 0;
+    int n = 0;
+    for (int f = 0; f < d->nfamilies; f++) {
+        const vx_l0_family *F = &d->fam[f];
+        double best = 0, tile = 0;
+        for (int m = 1; m <= F->m_max; m++) {
+            const double r = vx_l0_steady_rate(F, m);
+            if (F->context_m[m - 1] > 0 && r > best)
+                best = r, tile = F->context_m[m - 1];
+        }
+        if (tile > 0) {
+            log_sum += log(tile / F->context);
+            n++;
+        }
+    }
+    const double level = n > 0 ? exp(log_sum / n) : 1.0;
+    for (int f = 0; f < d->nfamilies; f++) {
+        const double r = d->fam[f].context * level;
+        d->fam[f].context_long = r < 1.0 ? r : 1.0;
+        d->fam[f].context_min_k = n > 0 ? CONTEXT_TILE_MIN_K : 0;
+    }
+}
 
 /* The ways of an L2 set the model counts on for rows far apart (levels.h,
  * alias_ways): what the tune's alias probe measured, where that is fewer
@@ -79,6 +119,14 @@ static void describe(vx_isa isa, vx_device_desc *d)
          * NOTES.md, thirty-third session) */
         const double in_context = f < VX_TUNE_MAX_FAMILIES ? tu->context_ratio[isa][f] : 0.0;
         F->context = in_context > 0 && in_context <= 1.0 - CONTEXT_NOISE ? in_context : 1.0;
+        /* and tile by tile where the probe told them apart (tune.h,
+         * context_tile); not rounded up as the family's are: the tiles a
+         * tune's L1 rates put level (the widest of each family, within the
+         * clock's noise) are the ones whose order in the driver decides */
+        for (int m = 1; m <= F->m_max && m <= VX_TUNE_MAX_MR && f < VX_TUNE_MAX_FAMILIES; m++) {
+            const double r = tu->context_tile[isa][f][m - 1];
+            F->context_m[m - 1] = r > 0 && r <= 1.0 ? r : 0.0;
+        }
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
             F->modes_ok[mode] = 1; /* generated for every variant; mode order = variant order */
             for (int m = 1; m <= F->m_max; m++) {
@@ -87,6 +135,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
             }
         }
     }
+    tile_context_level(d);
     /* The direct (depthwise) family loads an input and a filter vector for
      * every FMA, so the load ports hold it to half the FMA rate at best, and
      * short rows and padded edges take more: priced at 2.5x the best tile's
@@ -170,7 +219,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->reg_limit = set->vec_registers;
     d->acc_min = ACCUMULATORS_MIN;
     d->keep_per_family = 3;
-    d->keep_rate_frac = 0.85;
+    d->keep_rate_frac = VX_CPU_KEEP_RATE_FRAC;
 
     /* L1: kc from 128 to 512, 768 for the AVX-512 families (NOTES.md: long
      * k blocks win until the B panel leaves L2; each C tile is loaded and
@@ -296,8 +345,7 @@ const vx_cpu_model *vx_cpu_model_get(vx_isa isa)
     m = g_model[isa];
     if (!m && (m = calloc(1, sizeof *m))) {
         describe(isa, &m->desc);
-        const double fetch_ratio = vx_tune_active()->fetch_next_ratio[isa];
-        m->fetch_next = !(fetch_ratio > 0) || fetch_ratio < 1.0;
+        m->fetch_next = vx_tune_fetches_next(vx_tune_active(), isa);
         if (vx_candidates_build(&m->desc, &m->cand) != 0) {
             free(m);
             m = NULL;

@@ -8,6 +8,11 @@
 #include "analyzer/levels.h"
 #include "cpu/ukernel.h"
 
+/* The L0 tiles the candidates keep are within this fraction of their
+ * family's best steady rate in L1 (levels.h, keep_rate_frac); the tune's
+ * context probe measures those. */
+#define VX_CPU_KEEP_RATE_FRAC 0.85
+
 typedef struct {
     vx_device_desc desc;
     vx_candidates cand;

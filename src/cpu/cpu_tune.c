@@ -11,6 +11,7 @@
  *           half of its L3 share and well past L3; all cores from DRAM
  *   fixed   one empty parallel region on the pool; one 1x1x1 dyn_gemm */
 #include "cpu/cpu_tune.h"
+#include "cpu/cpu_levels.h"
 #include "cpu/gemm.h"
 
 #include <immintrin.h>
@@ -464,59 +465,151 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
     t->fetch_next_ratio[isa] = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
 }
 
-/* The context probe (tune.h, context_ratio): each family's fastest tile in
- * L1 (of four rows or more) through the packed driver on one thread, over
- * CONTEXT_M x VX_PROBE_N x FETCH_PROBE_K, the families in turns, each call
- * after one of its own; the median call of each against the fastest
- * family's. In L1 the wide tiles all run at the FMAs' rate, within the
- * noise of the clock; in the GEMM a tile issues (m + V) loads for m x V
- * FMAs while the caches refill L1 under it, and on an Intel Xeon guest
- * 336x2304x768 ran 6 x 64 and 9 x 48 at 157-162 GFLOP/s, 14 x 32 at 149-151
- * and 22 x 16 or 30 x 16 at 142-144, where the tunes' L1 rates ranked them
- * by the clock each caught: picked on 14 x 32 or 22 x 16, 2048x3072x768
- * ran 7-12 % slower than on 6 x 64 (NOTES.md, thirty-third session). */
-enum { CONTEXT_M = 336, CONTEXT_ROWS = 168 };
+/* The context probe (tune.h, context_ratio and context_tile): every tile
+ * of four rows or more that the candidates keep on its L1 rate
+ * (VX_CPU_KEEP_RATE_FRAC of its family's best), through the packed driver on one thread over CONTEXT_M x
+ * VX_PROBE_N x FETCH_PROBE_K, the tiles in turns, medians. In L1 the wide
+ * tiles all run at the FMAs' rate, within the noise of the clock; in the
+ * GEMM a tile issues (m + V) loads for m x V FMAs while the caches refill L1
+ * under it, and on an Intel Xeon guest 336x2304x768 ran 6 x 64 and 9 x 48 at
+ * 157-162 GFLOP/s, 14 x 32 at 149-151 and 22 x 16 or 30 x 16 at 142-144,
+ * where the tunes' L1 rates ranked them by the clock each caught: picked on
+ * 14 x 32 or 22 x 16, 2048x3072x768 ran 7-12 % slower than on 6 x 64
+ * (NOTES.md, thirty-third session). Within a family too: 9 x 48 and 5 x 48
+ * ran BERT's larger layers 3-8 % slower than 6 x 64 there, and whichever
+ * the L1 rates put first got every plan (thirty-seventh session). */
+enum { CONTEXT_M = 336, CONTEXT_ROWS = 168, CONTEXT_TILES = 96 };
+
+/* The steady L1 rate of tile m of family f (flops per ns at k = 256, A and
+ * B packed: candidates.c prunes on the same). */
+static double l1_steady_rate(const vx_tune *t, vx_isa isa, int f, int m, int nr)
+{
+    const vx_l0_rate r = t->l0[isa][f][VX_UK_AP_BP][m - 1];
+    const double ns = r.overhead_ns + r.ns_per_k * 256.0;
+    return ns > 0 ? 2.0 * m * nr * 256.0 / ns : 0;
+}
+
+/* What the L1 rates predict for the probe's plan: row blocks of mc rows in
+ * tiles of m (a block's last tile shorter), every column tile, k in one
+ * block, at the rates of the kernels the driver runs (A read in place or
+ * copied, gemm.c reads_a_in_place). */
+static double l1_predicted_ns(const vx_tune *t, vx_isa isa, int f, int m, int64_t mc, int64_t M, int64_t N,
+                              int nr, int64_t K, int a_in_place)
+{
+    const vx_l0_rate *r = t->l0[isa][f][a_in_place ? VX_UK_AS_BP : VX_UK_AP_BP];
+    double ns = 0;
+    for (int64_t i = 0; i < M; i += mc) {
+        const int64_t rows = M - i < mc ? M - i : mc, h = rows % m;
+        ns += (double)(rows / m) * ((double)r[m - 1].overhead_ns + (double)r[m - 1].ns_per_k * (double)K);
+        if (h > 0)
+            ns += (double)r[h - 1].overhead_ns + (double)r[h - 1].ns_per_k * (double)K;
+    }
+    return ns * (double)(N / nr);
+}
+
+typedef struct {
+    int f, m;
+    vx_gemm_plan plan;
+    double l1_ns; /* l1_predicted_ns */
+} context_tile;
 
 static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx_tune *t)
 {
+    const vx_hw_info *hw = vx_hw();
     const vx_ukernel_set *set = vx_ukernels(isa);
     const int nf = set->nfamilies < VX_TUNE_MAX_FAMILIES ? set->nfamilies : VX_TUNE_MAX_FAMILIES;
     const int64_t M = CONTEXT_M, N = VX_PROBE_N / 192 * 192, K = FETCH_PROBE_K;
     float *a, *b, *c;
     if (nf < 1 || !probe_operands(big, big_bytes, M, N, K, &a, &b, &c))
         return;
-    vx_gemm_plan plan[VX_TUNE_MAX_FAMILIES];
+    context_tile tiles[CONTEXT_TILES];
+    int n = 0, best_of[VX_TUNE_MAX_FAMILIES]; /* the family's fastest tile in L1, index into tiles */
     for (int f = 0; f < nf; f++) {
         const vx_ukernel_family *F = &set->families[f];
-        int best_m = 0;
+        const int m_lo = F->mr_max < 4 ? 1 : 4, m_hi = F->mr_max < VX_TUNE_MAX_MR ? F->mr_max : VX_TUNE_MAX_MR;
         double best = 0;
-        for (int m = F->mr_max < 4 ? 1 : 4; m <= F->mr_max && m <= VX_TUNE_MAX_MR; m++) {
-            const vx_l0_rate r = t->l0[isa][f][VX_UK_AP_BP][m - 1];
-            const double flops_per_ns = r.ns_per_k > 0 ? 2.0 * m * F->nr / r.ns_per_k : 0;
-            if (flops_per_ns > best)
-                best = flops_per_ns, best_m = m;
+        for (int m = m_lo; m <= m_hi; m++) {
+            const double r = l1_steady_rate(t, isa, f, m, F->nr);
+            best = r > best ? r : best;
         }
-        if (best_m == 0)
+        if (!(best > 0))
             return;
-        plan[f] = probe_plan(isa, VX_PATH_PACKED, f, best_m, F->nr, K);
-        plan[f].mc = CONTEXT_ROWS / best_m * best_m;
-        plan[f].nc = N;
+        best_of[f] = -1;
+        double best_in = 0;
+        for (int m = m_lo; m <= m_hi && n < CONTEXT_TILES; m++) {
+            const double r = l1_steady_rate(t, isa, f, m, F->nr);
+            if (r < VX_CPU_KEEP_RATE_FRAC * best)
+                continue;
+            context_tile *x = &tiles[n];
+            x->f = f;
+            x->m = m;
+            x->plan = probe_plan(isa, VX_PATH_PACKED, f, m, F->nr, K);
+            x->plan.mc = CONTEXT_ROWS / m * m;
+            x->plan.nc = N;
+            const int a_in_place =
+                vx_packed_a_in_place_ok(m, K, K * (int64_t)sizeof(float), hw->l1d_ways,
+                                                              hw->l1d_ways > 0 ? hw->l1d_bytes / hw->l1d_ways : 0,
+                                                              hw->line_bytes);
+            x->l1_ns = l1_predicted_ns(t, isa, f, m, x->plan.mc, M, N, F->nr, K, a_in_place);
+            if (!(x->l1_ns > 0))
+                return;
+            if (r > best_in)
+                best_in = r, best_of[f] = n;
+            n++;
+        }
+        if (best_of[f] < 0)
+            return;
     }
+    /* One call of each first, then the samples: rounds of one call of every
+     * tile (a call finds what the previous tile's left in the caches: the
+     * same operands), every other round in reverse order, so a drift of
+     * the clock over a round reaches every tile alike. Each call's ratio to
+     * what its L1 rates predict, over the median such ratio of its round
+     * (the host's speed, round by round, cancels out), then the median over
+     * the rounds. */
     const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
     enum { MOST = 16 };
-    const int samples = passes < MOST ? passes : MOST;
-    double v[VX_TUNE_MAX_FAMILIES][MOST];
-    for (int i = 0; i < samples; i++)
-        for (int f = 0; f < nf; f++)
-            if ((v[f][i] = call_after_one(&g, &plan[f])) < 0)
+    const int samples = 2 * passes < MOST ? 2 * passes : MOST;
+    double v[CONTEXT_TILES][MOST];
+    /* the next-panel fetches as the calls after this tune will run them
+     * (the fetch probe's verdict): they take load slots from the tiles that
+     * issue the most loads, and change their order */
+    vx_gemm_set_fetch_next(vx_tune_fetches_next(t, isa) ? 2 : 0);
+    for (int i = -1; i < samples; i++)
+        for (int o = 0; o < n; o++) {
+            const int j = i % 2 ? n - 1 - o : o;
+            const double t0 = now_ns();
+            if (vx_cpu_gemm(&g, &tiles[j].plan, NULL) != VX_OK) {
+                vx_gemm_set_fetch_next(1);
                 return;
-    double med[VX_TUNE_MAX_FAMILIES], least = 1e300;
-    for (int f = 0; f < nf; f++) {
-        med[f] = vx_tune_median(v[f], samples);
-        least = med[f] < least ? med[f] : least;
+            }
+            if (i >= 0)
+                v[j][i] = (now_ns() - t0) / tiles[j].l1_ns;
+        }
+    vx_gemm_set_fetch_next(1);
+    for (int i = 0; i < samples; i++) {
+        double round[CONTEXT_TILES];
+        for (int j = 0; j < n; j++)
+            round[j] = v[j][i];
+        const double mid = vx_tune_median(round, n);
+        for (int j = 0; j < n; j++)
+            v[j][i] /= mid;
     }
+    double q[CONTEXT_TILES], med[CONTEXT_TILES], q_least = 1e300;
+    for (int j = 0; j < n; j++) {
+        q[j] = vx_tune_median(v[j], samples);
+        med[j] = q[j] * tiles[j].l1_ns; /* relative times, for the families' ratios below */
+        q_least = q[j] < q_least ? q[j] : q_least;
+    }
+    for (int j = 0; j < n; j++)
+        t->context_tile[isa][tiles[j].f][tiles[j].m - 1] = q_least / q[j];
+    /* per family, as before the tiles were told apart: its fastest tile in
+     * L1 against the fastest of those */
+    double least = 1e300;
     for (int f = 0; f < nf; f++)
-        t->context_ratio[isa][f] = least / med[f];
+        least = med[best_of[f]] < least ? med[best_of[f]] : least;
+    for (int f = 0; f < nf; f++)
+        t->context_ratio[isa][f] = least / med[best_of[f]];
 }
 
 /* The alias probe (tune.h, l2_alias_ways): a direct plan (A and B read in
