@@ -933,6 +933,22 @@ Test(tune, the_context_probe_sets_the_tiles_context)
     }
 }
 
+/* The model's data TLB: the hardware's where the CPU lists one, else
+ * hw.h's fallback (a guest may hide CPUID leaf 0x18; k blocks of rows a
+ * page or more apart still miss its TLB). Never none. */
+Test(tune, the_model_has_a_tlb_where_the_cpu_lists_none)
+{
+    const vx_hw_info *hw = vx_hw();
+    const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
+    cr_assert_not_null(M, "no AVX2 model");
+    const int known = hw->tlb_4k_ways > 0 && hw->tlb_4k_sets > 0;
+    const int ways = known ? hw->tlb_4k_ways : VX_TLB_FALLBACK_WAYS;
+    const int sets = known ? hw->tlb_4k_sets : VX_TLB_FALLBACK_SETS;
+    cr_assert(M->desc.tlb_ways == ways && M->desc.tlb_sets == sets,
+              "the CPU lists %d ways x %d sets: expected the model's TLB %d x %d, found %d x %d", hw->tlb_4k_ways,
+              hw->tlb_4k_sets, ways, sets, M->desc.tlb_ways, M->desc.tlb_sets);
+}
+
 /* The model's L2 keeps far-apart rows in the ways the alias probe measured
  * (levels.h, alias_ways) where that is fewer than half its ways (the count
  * without the probe): 1 way here (a 2-way L2 or wider), 0 (half) for 64

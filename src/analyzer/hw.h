@@ -30,6 +30,12 @@ typedef struct {
                                 only the built-in tuning defaults read it */
 } vx_hw_info;
 
+/* A data TLB to assume where the CPU lists none (a guest's hypervisor may
+ * hide CPUID leaf 0x18): AMD Zen 1's 1536 entries of 6 ways. The CPU
+ * tune's strided probe walks past it; the model prices k blocks of rows a
+ * page or more apart beyond it at that probe's rate. */
+enum { VX_TLB_FALLBACK_WAYS = 6, VX_TLB_FALLBACK_SETS = 256 };
+
 /* Queried once per process (thread-safe); never NULL. */
 const vx_hw_info *vx_hw(void);
 

@@ -1021,10 +1021,11 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
          * blocks), in k blocks of rows 16 KiB apart, twice as many as the
          * TLB's sets hold for such rows (all their ways): every piece then
          * misses it (Zen 1: 3.7-4.4 GB/s against 9.9 for 256-row blocks;
-         * NOTES.md). Unknown geometry: Zen 1's 1536 entries, 6 ways. */
+         * NOTES.md). Unknown geometry: hw.h's fallback. */
         const size_t stride = 16384;
-        const int ways = hw->tlb_4k_ways > 0 ? hw->tlb_4k_ways : 6;
-        const size_t sets = (size_t)(hw->tlb_4k_sets > 0 ? hw->tlb_4k_sets : 256);
+        const int tlb_known = hw->tlb_4k_ways > 0 && hw->tlb_4k_sets > 0;
+        const int ways = tlb_known ? hw->tlb_4k_ways : VX_TLB_FALLBACK_WAYS;
+        const size_t sets = (size_t)(tlb_known ? hw->tlb_4k_sets : VX_TLB_FALLBACK_SETS);
         const size_t distinct = sets * 4096 / stride > 0 ? sets * 4096 / stride : 1;
         size_t block = 2 * (size_t)ways * distinct, rows = 4 * block;
         if (rows * stride > big_bytes / 2)
