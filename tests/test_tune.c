@@ -20,10 +20,13 @@
 #include <unistd.h>
 
 #include "analyzer/hw.h"
+#include "analyzer/plan.h"
+#include "analyzer/select.h"
 #include "analyzer/tune.h"
 #include "cpu/cpu_levels.h"
 #include "cpu/cpu_tune.h"
 #include "cpu/gemm.h"
+#include "cpu/isa.h"
 #include "ref.h"
 
 /* ------------------------------------------------------------------ */
@@ -893,12 +896,12 @@ Test(tune, the_context_probe_sets_the_family_context)
     }
 }
 
-/* The model takes the tiles' context ratios from the file as they are
- * (0.8046875 for family 0's second tile: not rounded to 1 as a family's
- * within the probe's spread would be), 0 for the tiles not measured, and
- * gives the families their ratio in the tiles' terms (context_long: times
- * the tiles' level against the families', over each family's measured tile
- * fastest in L1) from k = context_min_k on; without the tiles, none. */
+/* The model takes the tiles' context ratios from the file on the
+ * families' level: divided by the geomean, over the families, of the ratio
+ * of each one's measured tile fastest in L1 to the family's context (one
+ * tile measured per family here: family 0's second at 0.8046875 against
+ * 0.6875, family 1's first at 0.5390625 against 1), 0 for the tiles not
+ * measured, from k = 256 on; without the tiles, none. */
 Test(tune, the_context_probe_sets_the_tiles_context)
 {
     for (int with = 0; with < 2; with++) {
@@ -910,27 +913,67 @@ Test(tune, the_context_probe_sets_the_tiles_context)
         const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
         cr_assert_not_null(M, "no AVX2 model");
         const vx_device_desc *d = &M->desc;
-        cr_assert(close_rel(d->fam[0].context_m[1], with ? 0.8046875 : 0.0),
-                  "%s: family 0 tile 2: expected %g, found %g", with ? "measured" : "not measured",
-                  with ? 0.8046875 : 0.0, d->fam[0].context_m[1]);
+        const int two = d->nfamilies > 1;
+        const double level = two ? sqrt(0.8046875 / d->fam[0].context * 0.5390625 / d->fam[1].context)
+                                 : 0.8046875 / d->fam[0].context;
+        const double want = with ? 0.8046875 / level : 0.0;
+        cr_assert(close_rel(d->fam[0].context_m[1], want), "%s: family 0 tile 2: expected %g, found %g",
+                  with ? "measured" : "not measured", want, d->fam[0].context_m[1]);
+        if (two)
+            cr_assert(close_rel(d->fam[1].context_m[0], with ? 0.5390625 / level : 0.0),
+                      "family 1 tile 1: expected %g, found %g", with ? 0.5390625 / level : 0.0,
+                      d->fam[1].context_m[0]);
         cr_assert_eq(d->fam[0].context_m[0], 0.0, "family 0 tile 1, not measured: expected 0, found %g",
                      d->fam[0].context_m[0]);
-        double log_sum = 0;
-        int n = 0;
-        for (int f = 0; f < d->nfamilies && f < 2; f++) {
-            const double tile = d->fam[f].context_m[f == 0 ? 1 : 0];
-            if (tile > 0)
-                log_sum += log(tile / d->fam[f].context), n++;
-        }
-        const double level = n ? exp(log_sum / n) : 1.0;
-        for (int f = 0; f < d->nfamilies; f++) {
-            const double want = fmin(1.0, d->fam[f].context * level);
-            cr_assert(close_rel(d->fam[f].context_long, want), "%s: family %d in the tiles' terms: expected %g, "
-                      "found %g", with ? "measured" : "not measured", f, want, d->fam[f].context_long);
+        for (int f = 0; f < d->nfamilies; f++)
             cr_assert_eq(d->fam[f].context_min_k, with ? 256 : 0, "family %d: tiles' ratios from k = %lld, expected %d",
                          f, (long long)d->fam[f].context_min_k, with ? 256 : 0);
+    }
+}
+
+/* Tiles' ratios above 1 (on the families' level) lower a plan's price
+ * under the floors worked out at the L1 rates: the search's floors allow
+ * for them, and branch and bound keeps finding the exhaustive ranking's
+ * cheapest plan. Every tile of the active ISA measured, at 0.7-1.0 in the
+ * file, 0.7-1.2 or so on the families' level. */
+Test(tune, tiles_context_above_one_keeps_the_search_exact)
+{
+    vx_tune t = *vx_tune_active();
+    const vx_isa isa = (vx_isa)vx_active_isa();
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    uint64_t seed = 12345;
+    for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
+        t.context_ratio[isa][f] = 1.0 - 0.05 * f;
+        for (int m = 0; m < set->families[f].mr_max && m < VX_TUNE_MAX_MR; m++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            t.context_tile[isa][f][m] = 0.7 + 0.3 * (double)(seed >> 40) / (double)(1ull << 24);
         }
     }
+    activate(&t, "tiles_search.json", "context_tile_ratio");
+    const vx_cpu_model *M = vx_cpu_model_get(isa);
+    cr_assert_not_null(M, "no model");
+    double most = 0;
+    for (int f = 0; f < M->desc.nfamilies; f++)
+        for (int m = 0; m < M->desc.fam[f].m_max; m++)
+            most = fmax(most, M->desc.fam[f].context_m[m]);
+    cr_assert(most > 1.0, "expected some tile above 1 on the families' level, the most %g", most);
+    static const int64_t dims[] = { 1, 17, 97, 256, 513, 1000, 3072 };
+    enum { N = sizeof dims / sizeof dims[0], MAX = 8192 };
+    vx_priced_plan *all = malloc(sizeof *all * MAX);
+    cr_assert_not_null(all);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j += 2)
+            for (int l = 2; l < N; l++) {
+                const vx_gemm_shape s = { .m = dims[i], .n = dims[j], .k = dims[l], .b_unit_stride = 1,
+                                          .a_unit_stride = 1 };
+                vx_priced_plan one;
+                cr_assert_eq(vx_gemm_rank(&s, isa, 2, &one, 1), 1);
+                const int n = vx_gemm_rank(&s, isa, 2, all, MAX);
+                cr_assert(n >= 1 && fabs(one.predicted_ns - all[0].predicted_ns) <= 1e-9 * all[0].predicted_ns,
+                          "%lldx%lldx%lld: the search found %.3f ns, the exhaustive ranking %.3f",
+                          (long long)s.m, (long long)s.n, (long long)s.k, one.predicted_ns, all[0].predicted_ns);
+            }
+    free(all);
 }
 
 /* The model's data TLB: the hardware's where the CPU lists one, else

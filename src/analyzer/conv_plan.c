@@ -4,6 +4,8 @@
  * depthwise convolutions, and the shared plan cache in front. */
 #include "analyzer/conv_plan.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #include "analyzer/cost.h"
@@ -206,17 +208,27 @@ static int transpose_aliased(int64_t ld_src, int64_t ld_dst)
 }
 
 /* Transposing a tensor of `elems` floats (NCHW to NHWC and back), shared
- * among t threads: at the measured transposed-copy rate while it fits the
- * last cache level; beyond, at what DRAM moves for all units together:
- * each float read, its line fetched for the write, written back (1x49x
- * 499x499, 1x1 stride 2: the 49 MB input's transpose took 5 of the 7.9
- * ms, 0.41 ns a float; 13x64x56x56, 3x3 -> 64 on 2 AMD Zen 4 cores: 2.2 ms
- * for 5.2 M floats in and out, 0.41 ns, priced 0.63 at the measured
- * single-thread rate of strided copies from DRAM it had before). */
+ * among t threads: at the measured transposed-copy rate while it and its
+ * copy fit the last cache level (as much of it as a stream finds there,
+ * levels.h last_level_bytes); beyond, at what DRAM moves for all units
+ * together: each float read, its line fetched for the write, written back
+ * (1x49x499x499, 1x1 stride 2: the 49 MB input's transpose took 5 of the
+ * 7.9 ms, 0.41 ns a float; 13x64x56x56, 3x3 -> 64 on 2 AMD Zen 4 cores:
+ * 2.2 ms for 5.2 M floats in and out, 0.41 ns, priced 0.63 at the
+ * measured single-thread rate of strided copies from DRAM it had before).
+ * Against the tensor alone and the reported L3, ResNet-50's stride-2
+ * projection at batch 32 (an input of 103 MB) was priced 3.8 ms of
+ * transposes on an Intel Xeon guest whose L3 streams like DRAM past
+ * 64-128 MiB, and its NCHW call ran via NHWC at 1.6x the time of the
+ * NCHW plan (NOTES.md, thirty-seventh session). */
 static double transpose_ns(const vx_device_desc *d, double elems, int t, int64_t ld_src, int64_t ld_dst)
 {
     const double bytes = elems * d->elem_bytes;
-    if (d->nmem >= 2 && bytes > (double)d->mem[d->nmem - 2].bytes && d->bw_shared > 0)
+    const double last = d->nmem >= 2 ? (double)(d->last_level_bytes > 0 && d->last_level_bytes < d->mem[d->nmem - 2].bytes
+                                                    ? d->last_level_bytes
+                                                    : d->mem[d->nmem - 2].bytes)
+                                     : INFINITY;
+    if (2.0 * bytes > last && d->bw_shared > 0)
         return 3.0 * bytes / d->bw_shared;
     return elems * d->copy_ns[0][1] * (transpose_aliased(ld_src, ld_dst) ? TRANSPOSE_ALIASED : 1.0) / t;
 }

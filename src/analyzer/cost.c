@@ -641,17 +641,28 @@ static inline double context_scale(const vx_l0_family *F, int m0, const vx_probl
     if (!plain_operands(p) && mode != VX_LOAD_COPY_AB)
         return 1.0;
     /* From a long enough k on, the tile's own ratio where B is packed as in
-     * the probe (levels.h, context_m), else the family's in the tiles'
-     * terms (context_long). Over an in-place B the tiles' order is another
-     * (BERT's 13-16-row layers in place: 9 x 48 ran 0.95-1.16x the time of
-     * 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
+     * the probe (levels.h, context_m; on the families' level, it may
+     * exceed 1), else the family's. Over an in-place B the tiles' order is
+     * another (BERT's 13-16-row layers in place: 9 x 48 ran 0.95-1.16x the
+     * time of 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
      * thirty-seventh session). */
     double r = F->context;
-    if (F->context_min_k > 0 && p->k >= F->context_min_k) {
-        const double tile = mode != VX_LOAD_NONE ? F->context_m[m0 - 1] : 0.0;
-        r = tile > 0 ? tile : F->context_long;
+    if (mode != VX_LOAD_NONE && F->context_min_k > 0 && p->k >= F->context_min_k && F->context_m[m0 - 1] > 0)
+        r = F->context_m[m0 - 1];
+    return r > 0 && r != 1.0 ? 1.0 / r : 1.0;
+}
+
+/* The least context_scale of a tile over the load modes: what the search's
+ * floors, worked out at the L1 rates, are multiplied by to stay under
+ * every plan's price. */
+static inline double context_scale_least(const vx_l0_family *F, int m0, const vx_problem *p)
+{
+    double least = 1.0;
+    for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
+        const double s = context_scale(F, m0, p, mode);
+        least = s < least ? s : least;
     }
-    return r > 0 && r < 1 ? 1.0 / r : 1.0;
+    return least;
 }
 
 /* l0_time over the whole cell of x (its row tiles worked out once) in load
@@ -1386,21 +1397,23 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         tile_pre *T = &tiles[i];
         tile_of(p, c->l0[i].m, d->fam[c->l0[i].fam].n, T);
         n0_max = T->n0 > n0_max ? T->n0 : n0_max;
-        T->row_k = k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0;
+        const vx_l0_family *F = &d->fam[c->l0[i].fam];
+        T->row_k = context_scale_least(F, T->m0, p) *
+                   (k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0);
         const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
         T->modes = 0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++)
             T->modes |= (run[mode + 1] > run[mode] && tile_mode_ok(p, T->m0, mode, rows_max)) << mode;
         if (!plain)
             continue;
-        const vx_l0_family *F = &d->fam[c->l0[i].fam];
         const double kd = (double)p->k;
         const int a_in_place = T->m0 <= packed_rows;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
             const vx_rate *r = F->rate[rate_mode(a_in_place, mode)];
             const int ok = T->modes >> mode & 1;
-            T->full_k[mode] = ok ? (double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * kd : INFINITY;
-            T->last_k[mode] = ok ? (double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * kd : INFINITY;
+            const double scale = context_scale(F, T->m0, p, mode);
+            T->full_k[mode] = ok ? scale * ((double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * kd) : INFINITY;
+            T->last_k[mode] = ok ? scale * ((double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * kd) : INFINITY;
         }
         T->copy_a = a_in_place || p->a_prepacked ? 0.0 : copy_a_ns(d, p, T->m0);
     }

@@ -48,10 +48,9 @@ typedef struct {
                        patches keep the rates above (cost.c, context_scale) */
     double context_m[VX_MAX_TILE_M]; /* [m - 1]: the same tile by tile, where the backend
                                         measured it (0: the family's context stands), for a
-                                        B packed and k of at least context_min_k */
-    double context_long;   /* the family's context where k is that long and B is read in
-                              place: in the tiles' terms (cost.c, context_scale) */
-    int64_t context_min_k; /* 0: context_m and context_long never apply */
+                                        B packed and k of at least context_min_k; on the
+                                        families' level, so it may exceed 1 */
+    int64_t context_min_k; /* 0: context_m never applies */
 } vx_l0_family;
 
 /* One memory level an operand can live in or stream from. */
@@ -120,6 +119,9 @@ typedef struct {
     double parallel_ns[2];     /* fixed cost of one parallel region: [0] units
                                   idle (to be woken), [1] units still busy-waiting */
     double call_ns;            /* fixed cost of a call */
+    int64_t last_level_bytes;  /* what the last cache level holds of a stream through it, where
+                                  the backend measured less than its memory levels count
+                                  (a guest told of the host's whole L3); 0: as they count */
     int64_t stream_c_min;      /* in-place plans write a C of at least this many bytes
                                   past the caches, where it is written once (one k block,
                                   beta = 0) and a cell's k x n_c of B is at most

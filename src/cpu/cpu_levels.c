@@ -45,14 +45,17 @@ static int64_t set_span(int64_t bytes, int ways, int line)
  * (NOTES.md, thirty-seventh session). */
 #define CONTEXT_TILE_MIN_K 256
 
-/* The tiles' context ratios (tune.h, context_tile) against the least time
- * over L1's of any tile, the families' against the fastest family's time:
- * on the Intel Xeon guest the tiles' sit 3-4 % under the families' (their
- * geomean over the families' fastest tiles in L1), and taken as they are
- * every packed plan rose by that against the plans that read B in place
- * (ResNet-18's classifier at batch 32, 32x1000x512, went to a direct plan
- * that ran 1.28x the time). Where the tiles' apply (k long enough), the
- * families' for B in place take that level too (context_long). */
+/* The tiles' context ratios (tune.h, context_tile) are against the least
+ * time over L1's of any tile, the families' against the fastest family's
+ * time: on the Intel Xeon guest the tiles' sat 3-4 % under the families'
+ * (their geomean over each family's measured tile fastest in L1), and
+ * taken as they were, every packed plan rose by that against the plans
+ * priced without a context (a convolution's patches read in place, the
+ * matrix-vector and dot forms) or with the families' (B read in place):
+ * ResNet-50's stride-2 projection at batch 32, NCHW, went via NHWC to a
+ * plan that ran 1.87x the time, ResNet-18's classifier at batch 32 to a
+ * direct one at 1.28x. The tiles' are put on the families' level: divided
+ * by that geomean (some then exceed 1; cost.c's floors allow for it). */
 static void tile_context_level(vx_device_desc *d)
 {
     double log_sum = 0;
@@ -72,9 +75,10 @@ static void tile_context_level(vx_device_desc *d)
     }
     const double level = n > 0 ? exp(log_sum / n) : 1.0;
     for (int f = 0; f < d->nfamilies; f++) {
-        const double r = d->fam[f].context * level;
-        d->fam[f].context_long = r < 1.0 ? r : 1.0;
-        d->fam[f].context_min_k = n > 0 ? CONTEXT_TILE_MIN_K : 0;
+        vx_l0_family *F = &d->fam[f];
+        for (int m = 1; m <= F->m_max; m++)
+            F->context_m[m - 1] /= level;
+        F->context_min_k = n > 0 ? CONTEXT_TILE_MIN_K : 0;
     }
 }
 
@@ -308,6 +312,9 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->parallel_ns[1] = tu->wake_warm_ns;
     d->call_ns = tu->call_ns;
     d->stream_c_min = vx_gemm_stream_c_min();
+    d->last_level_bytes = tu->l3_effective_bytes > 0 && tu->l3_effective_bytes < (double)hw->l3_bytes
+                              ? (int64_t)tu->l3_effective_bytes
+                              : 0;
     d->stream_b_max = vx_gemm_stream_b_max();
     d->stream_one_tile_k_max = VX_GEMM_STREAM_ONE_TILE_K_MAX;
     d->line_share_ns = tu->line_share_ns;
