@@ -624,6 +624,12 @@ static inline int plain_operands(const vx_problem *p)
     return p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
 }
 
+/* 1 / r for a context ratio r (levels.h); 1 where none was measured. */
+static inline double ratio_scale(double r)
+{
+    return r > 0 && r != 1.0 ? 1.0 / r : 1.0;
+}
+
 /* What a plain problem's L0 time is multiplied by for the family's rate in
  * the GEMM driver (levels.h, context): the CPU tune's context probe runs
  * each family through the packed driver, where the L1 timings ranked the
@@ -635,34 +641,30 @@ static inline int plain_operands(const vx_problem *p)
  * with 6 x 64, ran 23.7 ms against 21.4 (NOTES.md, thirty-fifth session).
  * Its patches read in place keep the L1 rates: scaled, 32-wide tiles at
  * 0.935 moved the c4 3x3 stride-2 layer (batch 8, NHWC) from pack-B
- * 10 x 32, 6.0 ms, to 5 x 64, 9.8 ms (thirty-third session). */
-static inline double context_scale(const vx_l0_family *F, int m0, const vx_problem *p, int mode)
+ * 10 x 32, 6.0 ms, to 5 x 64, 9.8 ms (thirty-third session).
+ * From a long enough k on, the tile's own ratio where B is packed
+ * as in the probe (levels.h, context_m; on the families' level, it may
+ * exceed 1), else the family's. Over an in-place B the tiles' order is
+ * another (BERT's 13-16-row layers in place: 9 x 48 ran 0.95-1.16x the
+ * time of 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
+ * thirty-seventh session). context_scales: every load mode at once (the
+ * search's set-up, tile by tile). */
+static inline void context_scales(const vx_l0_family *F, int m0, const vx_problem *p, double out[VX_LOAD_MODES])
 {
-    if (!plain_operands(p) && mode != VX_LOAD_COPY_AB)
-        return 1.0;
-    /* From a long enough k on, the tile's own ratio where B is packed as in
-     * the probe (levels.h, context_m; on the families' level, it may
-     * exceed 1), else the family's. Over an in-place B the tiles' order is
-     * another (BERT's 13-16-row layers in place: 9 x 48 ran 0.95-1.16x the
-     * time of 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
-     * thirty-seventh session). */
-    double r = F->context;
-    if (mode != VX_LOAD_NONE && F->context_min_k > 0 && p->k >= F->context_min_k && F->context_m[m0 - 1] > 0)
-        r = F->context_m[m0 - 1];
-    return r > 0 && r != 1.0 ? 1.0 / r : 1.0;
+    const int plain = plain_operands(p);
+    const double family = ratio_scale(F->context);
+    const double tile = F->context_min_k > 0 && p->k >= F->context_min_k && F->context_m[m0 - 1] > 0
+                            ? ratio_scale(F->context_m[m0 - 1])
+                            : family;
+    for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+        out[mode] = !plain && mode != VX_LOAD_COPY_AB ? 1.0 : mode != VX_LOAD_NONE ? tile : family;
 }
 
-/* The least context_scale of a tile over the load modes: what the search's
- * floors, worked out at the L1 rates, are multiplied by to stay under
- * every plan's price. */
-static inline double context_scale_least(const vx_l0_family *F, int m0, const vx_problem *p)
+static inline double context_scale(const vx_l0_family *F, int m0, const vx_problem *p, int mode)
 {
-    double least = 1.0;
-    for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
-        const double s = context_scale(F, m0, p, mode);
-        least = s < least ? s : least;
-    }
-    return least;
+    double s[VX_LOAD_MODES];
+    context_scales(F, m0, p, s);
+    return s[mode];
 }
 
 /* l0_time over the whole cell of x (its row tiles worked out once) in load
@@ -1398,8 +1400,13 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         tile_of(p, c->l0[i].m, d->fam[c->l0[i].fam].n, T);
         n0_max = T->n0 > n0_max ? T->n0 : n0_max;
         const vx_l0_family *F = &d->fam[c->l0[i].fam];
-        T->row_k = context_scale_least(F, T->m0, p) *
-                   (k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0);
+        /* the floors, worked out at the L1 rates, take the tile's context
+         * (its least over the modes where they do not tell them apart) */
+        double scale[VX_LOAD_MODES], least = 1.0;
+        context_scales(F, T->m0, p, scale);
+        for (int mode = 0; mode < VX_LOAD_MODES; mode++)
+            least = scale[mode] < least ? scale[mode] : least;
+        T->row_k = least * (k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0);
         const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
         T->modes = 0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++)
@@ -1411,9 +1418,9 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
             const vx_rate *r = F->rate[rate_mode(a_in_place, mode)];
             const int ok = T->modes >> mode & 1;
-            const double scale = context_scale(F, T->m0, p, mode);
-            T->full_k[mode] = ok ? scale * ((double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * kd) : INFINITY;
-            T->last_k[mode] = ok ? scale * ((double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * kd) : INFINITY;
+            T->full_k[mode] = ok ? scale[mode] * ((double)r[T->m0 - 1].o + (double)r[T->m0 - 1].p * kd) : INFINITY;
+            T->last_k[mode] =
+                ok ? scale[mode] * ((double)r[T->r_last - 1].o + (double)r[T->r_last - 1].p * kd) : INFINITY;
         }
         T->copy_a = a_in_place || p->a_prepacked ? 0.0 : copy_a_ns(d, p, T->m0);
     }
