@@ -5,12 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+double vx_steady_flops_per_ns(double o, double p, int m, int n)
+{
+    const double k = 256;
+    const double t = o + p * k;
+    return t > 0 ? 2.0 * m * n * k / t : 0;
+}
+
 double vx_l0_steady_rate(const vx_l0_family *F, int m)
 {
     const vx_rate r = F->rate[VX_LOAD_COPY_AB][m - 1];
-    const double k = 256;
-    const double t = r.o + r.p * k;
-    return t > 0 ? 2.0 * m * F->n * k / t : 0;
+    return vx_steady_flops_per_ns(r.o, r.p, m, F->n);
 }
 
 /* L0: every m of every family that fits the register file and keeps enough

@@ -15,6 +15,8 @@ int vx_candidates_build(const vx_device_desc *d, vx_candidates *c);
 /* Rate of L0 tile m of family F in flops per ns at a long k, A and B packed
  * (the steady state the measurement pruning compares). */
 double vx_l0_steady_rate(const vx_l0_family *F, int m);
+/* ... from an m x n tile's call cost o + p k (ns) at that k. */
+double vx_steady_flops_per_ns(double o, double p, int m, int n);
 void vx_candidates_free(vx_candidates *c);
 
 /* Print the counts per level and the L0 tiles kept (vortex-info --candidates). */

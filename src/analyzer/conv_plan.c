@@ -4,8 +4,6 @@
  * depthwise convolutions, and the shared plan cache in front. */
 #include "analyzer/conv_plan.h"
 
-#include <math.h>
-
 #include <string.h>
 
 #include "analyzer/cost.h"
@@ -224,12 +222,13 @@ static int transpose_aliased(int64_t ld_src, int64_t ld_dst)
 static double transpose_ns(const vx_device_desc *d, double elems, int t, int64_t ld_src, int64_t ld_dst)
 {
     const double bytes = elems * d->elem_bytes;
-    const double last = d->nmem >= 2 ? (double)(d->last_level_bytes > 0 && d->last_level_bytes < d->mem[d->nmem - 2].bytes
-                                                    ? d->last_level_bytes
-                                                    : d->mem[d->nmem - 2].bytes)
-                                     : INFINITY;
-    if (2.0 * bytes > last && d->bw_shared > 0)
-        return 3.0 * bytes / d->bw_shared;
+    if (d->nmem >= 2 && d->bw_shared > 0) {
+        int64_t last = d->mem[d->nmem - 2].bytes;
+        if (d->last_level_bytes > 0 && d->last_level_bytes < last)
+            last = d->last_level_bytes;
+        if (2.0 * bytes > (double)last)
+            return 3.0 * bytes / d->bw_shared;
+    }
     return elems * d->copy_ns[0][1] * (transpose_aliased(ld_src, ld_dst) ? TRANSPOSE_ALIASED : 1.0) / t;
 }
 

@@ -208,6 +208,13 @@ static void query_all(void)
     query_clock(&g_hw);
 }
 
+void vx_hw_tlb_assumed(const vx_hw_info *h, int *ways, int *sets)
+{
+    const int known = h->tlb_4k_ways > 0 && h->tlb_4k_sets > 0;
+    *ways = known ? h->tlb_4k_ways : VX_TLB_FALLBACK_WAYS;
+    *sets = known ? h->tlb_4k_sets : VX_TLB_FALLBACK_SETS;
+}
+
 const vx_hw_info *vx_hw(void)
 {
     pthread_once(&g_once, query_all);

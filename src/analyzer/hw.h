@@ -36,6 +36,10 @@ typedef struct {
  * page or more apart beyond it at that probe's rate. */
 enum { VX_TLB_FALLBACK_WAYS = 6, VX_TLB_FALLBACK_SETS = 256 };
 
+/* The 4 KiB data TLB's ways and sets: h's where the CPU lists them, else
+ * the fallback above. */
+void vx_hw_tlb_assumed(const vx_hw_info *h, int *ways, int *sets);
+
 /* Queried once per process (thread-safe); never NULL. */
 const vx_hw_info *vx_hw(void);
 

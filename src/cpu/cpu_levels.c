@@ -248,9 +248,10 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * 32-120 MiB a core at DRAM's rate sent AlexNet's fc6/fc7 at batch 8-16
      * (B of 67-151 MB, read again by every call) from pack-B to direct
      * plans that ran 1.06-1.56x the time (NOTES.md, thirty-sixth session). */
-    vx_gemm_set_last_level_bytes(tu->l3_effective_bytes > 0 && tu->l3_effective_bytes < (double)hw->l3_bytes
-                                     ? (int64_t)tu->l3_effective_bytes
-                                     : 0);
+    const int64_t l3_measured = tu->l3_effective_bytes > 0 && tu->l3_effective_bytes < (double)hw->l3_bytes
+                                    ? (int64_t)tu->l3_effective_bytes
+                                    : 0;
+    vx_gemm_set_last_level_bytes(l3_measured);
     const int64_t l3_share = hw->l3_bytes > 0 ? hw->l3_bytes / (hw->l3_cores > 0 ? hw->l3_cores : 1) : 0;
     d->cap_a = hw->l2_bytes;
     d->cap_b = l3_share > hw->l2_bytes ? l3_share : hw->l2_bytes;
@@ -283,9 +284,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
      * that hides it, 32x4096x25088 read B in place (rows 16 KiB apart,
      * from DRAM) in k blocks of 768 rows at 1.8-2.0x the time of 192-row
      * blocks, priced alike without it (NOTES.md, thirty-seventh session) */
-    const int tlb_known = hw->tlb_4k_ways > 0 && hw->tlb_4k_sets > 0;
-    d->tlb_ways = tlb_known ? hw->tlb_4k_ways : VX_TLB_FALLBACK_WAYS;
-    d->tlb_sets = tlb_known ? hw->tlb_4k_sets : VX_TLB_FALLBACK_SETS;
+    vx_hw_tlb_assumed(hw, &d->tlb_ways, &d->tlb_sets);
     d->copy_b_narrow_ns[0] = tu->pack_b_narrow_ns[0];
     d->copy_b_narrow_ns[1] = tu->pack_b_narrow_ns[1];
     d->buffer_level_a = 1;
@@ -312,9 +311,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->parallel_ns[1] = tu->wake_warm_ns;
     d->call_ns = tu->call_ns;
     d->stream_c_min = vx_gemm_stream_c_min();
-    d->last_level_bytes = tu->l3_effective_bytes > 0 && tu->l3_effective_bytes < (double)hw->l3_bytes
-                              ? (int64_t)tu->l3_effective_bytes
-                              : 0;
+    d->last_level_bytes = l3_measured;
     d->stream_b_max = vx_gemm_stream_b_max();
     d->stream_one_tile_k_max = VX_GEMM_STREAM_ONE_TILE_K_MAX;
     d->line_share_ns = tu->line_share_ns;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyzer/candidates.h"
 #include "analyzer/cost.h"
 #include "analyzer/hw.h"
 #include "analyzer/plan.h"
@@ -467,8 +468,9 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
 
 /* The context probe (tune.h, context_ratio and context_tile): every tile
  * of four rows or more that the candidates keep on its L1 rate
- * (VX_CPU_KEEP_RATE_FRAC of its family's best), through the packed driver on one thread over CONTEXT_M x
- * VX_PROBE_N x FETCH_PROBE_K, the tiles in turns, medians. In L1 the wide
+ * (VX_CPU_KEEP_RATE_FRAC of its family's best), through the packed driver
+ * on one thread over CONTEXT_M x VX_PROBE_N x FETCH_PROBE_K, the tiles in
+ * turns, medians. In L1 the wide
  * tiles all run at the FMAs' rate, within the noise of the clock; in the
  * GEMM a tile issues (m + V) loads for m x V FMAs while the caches refill L1
  * under it, and on an Intel Xeon guest 336x2304x768 ran 6 x 64 and 9 x 48 at
@@ -480,13 +482,12 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
  * the L1 rates put first got every plan (thirty-seventh session). */
 enum { CONTEXT_M = 336, CONTEXT_ROWS = 168, CONTEXT_TILES = 96 };
 
-/* The steady L1 rate of tile m of family f (flops per ns at k = 256, A and
- * B packed: candidates.c prunes on the same). */
+/* The steady L1 rate of tile m of family f, A and B packed: what
+ * candidates.c prunes on (vx_l0_steady_rate). */
 static double l1_steady_rate(const vx_tune *t, vx_isa isa, int f, int m, int nr)
 {
     const vx_l0_rate r = t->l0[isa][f][VX_UK_AP_BP][m - 1];
-    const double ns = r.overhead_ns + r.ns_per_k * 256.0;
-    return ns > 0 ? 2.0 * m * nr * 256.0 / ns : 0;
+    return vx_steady_flops_per_ns(r.overhead_ns, r.ns_per_k, m, nr);
 }
 
 /* What the L1 rates predict for the probe's plan: row blocks of mc rows in
@@ -515,7 +516,6 @@ typedef struct {
 
 static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx_tune *t)
 {
-    const vx_hw_info *hw = vx_hw();
     const vx_ukernel_set *set = vx_ukernels(isa);
     const int nf = set->nfamilies < VX_TUNE_MAX_FAMILIES ? set->nfamilies : VX_TUNE_MAX_FAMILIES;
     const int64_t M = CONTEXT_M, N = VX_PROBE_N / 192 * 192, K = FETCH_PROBE_K;
@@ -546,10 +546,7 @@ static void context_probe(vx_isa isa, float *big, size_t big_bytes, int passes, 
             x->plan = probe_plan(isa, VX_PATH_PACKED, f, m, F->nr, K);
             x->plan.mc = CONTEXT_ROWS / m * m;
             x->plan.nc = N;
-            const int a_in_place =
-                vx_packed_a_in_place_ok(m, K, K * (int64_t)sizeof(float), hw->l1d_ways,
-                                                              hw->l1d_ways > 0 ? hw->l1d_bytes / hw->l1d_ways : 0,
-                                                              hw->line_bytes);
+            const int a_in_place = vx_gemm_a_rows_in_place_ok(m, K, K * (int64_t)sizeof(float));
             x->l1_ns = l1_predicted_ns(t, isa, f, m, x->plan.mc, M, N, F->nr, K, a_in_place);
             if (!(x->l1_ns > 0))
                 return;
@@ -1023,9 +1020,9 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
          * misses it (Zen 1: 3.7-4.4 GB/s against 9.9 for 256-row blocks;
          * NOTES.md). Unknown geometry: hw.h's fallback. */
         const size_t stride = 16384;
-        const int tlb_known = hw->tlb_4k_ways > 0 && hw->tlb_4k_sets > 0;
-        const int ways = tlb_known ? hw->tlb_4k_ways : VX_TLB_FALLBACK_WAYS;
-        const size_t sets = (size_t)(tlb_known ? hw->tlb_4k_sets : VX_TLB_FALLBACK_SETS);
+        int ways, tlb_sets;
+        vx_hw_tlb_assumed(hw, &ways, &tlb_sets);
+        const size_t sets = (size_t)tlb_sets;
         const size_t distinct = sets * 4096 / stride > 0 ? sets * 4096 / stride : 1;
         size_t block = 2 * (size_t)ways * distinct, rows = 4 * block;
         if (rows * stride > big_bytes / 2)

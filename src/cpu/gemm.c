@@ -163,12 +163,17 @@ void vx_gemm_set_a_in_place(int allow) { atomic_store(&g_a_in_place, allow != 0)
  * a new row of A^T, a leading dimension apart; a gathered one (a
  * convolution's patches) exists only packed. Not where the testing switch
  * says never (vx_gemm_set_a_in_place). */
-static int reads_a_in_place(const vx_gemm_args *g, int mr)
+int vx_gemm_a_rows_in_place_ok(int mr, int64_t k, int64_t a_row_bytes)
 {
     const vx_hw_info *hw = vx_hw();
+    return vx_packed_a_in_place_ok(mr, k, a_row_bytes, hw->l1d_ways, hw->l1d_ways > 0 ? hw->l1d_bytes / hw->l1d_ways : 0,
+                                   hw->line_bytes);
+}
+
+static int reads_a_in_place(const vx_gemm_args *g, int mr)
+{
     return atomic_load_explicit(&g_a_in_place, memory_order_relaxed) && !ext_of(g)->gather_a && g->a_cs == 1 &&
-           vx_packed_a_in_place_ok(mr, g->k, g->a_rs * (int64_t)sizeof(float), hw->l1d_ways,
-                                   hw->l1d_ways > 0 ? hw->l1d_bytes / hw->l1d_ways : 0, hw->line_bytes);
+           vx_gemm_a_rows_in_place_ok(mr, g->k, g->a_rs * (int64_t)sizeof(float));
 }
 
 /* Whether B's panels are packed by the first row tile that reads them (the

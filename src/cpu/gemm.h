@@ -102,6 +102,11 @@ void vx_gemm_set_fetch_next(int mode);
  * (gemm.c, reads_a_in_place). The same arithmetic either way. */
 void vx_gemm_set_a_in_place(int allow);
 
+/* Whether a packed plan of mr-row tiles reads a plain A whose rows lie
+ * a_row_bytes apart in place, on this machine's L1, over k (gemm.c,
+ * reads_a_in_place; the tune's context probe prices its calls so). */
+int vx_gemm_a_rows_in_place_ok(int mr, int64_t k, int64_t a_row_bytes);
+
 /* Run the plan; returns the threads used through *threads_used (may be NULL). */
 vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan, int *threads_used);
 
