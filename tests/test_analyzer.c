@@ -1064,6 +1064,13 @@ VT_ISA_TEST(cost, operand_lives_where_each_units_share_fits, TMO)
      * level's, then prices it */
     if (d.mem[lv].bytes > ((int64_t)16 << 20))
         d.mem[lv].bytes = (int64_t)16 << 20;
+    /* and the levels keep far-apart rows in half their ways, whatever a
+     * tune's alias probe measured: an Intel Xeon guest's tunes read 2-6 of
+     * L2's 16 ways, and at 2 no level kept the 4 KiB-apart rows of
+     * 1x1024x6144's B, whose strided rate then priced it (this test failed
+     * on a fresh clone's tune) */
+    for (int i = 0; i < d.nmem; i++)
+        d.mem[i].alias_ways = 0;
     /* wide enough that A's one row fits the first level (a 32 MB L3 would
      * otherwise make it 48 KiB) */
     int64_t n = 256;
