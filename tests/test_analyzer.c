@@ -172,6 +172,47 @@ VT_ISA_TEST(search, pruning_keeps_the_best_for_convolutions, TMO)
     free(all);
 }
 
+/* A grid's groups join the search only once the search reaches the
+ * grid's bound (cost.c, expand_grid): on a copy of this machine's
+ * description with eight units (ten grids, most of them beaten before
+ * they are worked out), branch and bound still finds the exhaustive
+ * ranking's price for every thread budget, plain and transposed. */
+VT_ISA_TEST(search, lazy_grids_keep_the_best_on_eight_units, TMO)
+{
+    const vx_cpu_model *M = vx_cpu_model_get(vt_isa);
+    cr_assert_not_null(M);
+    vx_device_desc d = M->desc;
+    d.units = 8;
+    vx_candidates c;
+    cr_assert_eq(vx_candidates_build(&d, &c), 0, "candidates for eight units");
+    cr_assert(c.n2 >= 10, "%d grids for eight units", c.n2);
+    const int all = c.n1 * c.n2;
+    vx_choice *ranked = malloc(sizeof *ranked * (size_t)all);
+    cr_assert_not_null(ranked);
+    static const int64_t mn[] = { 1, 33, 517, 2048 }, ks[] = { 7, 517 }, ts[] = { 1, 2, 3, 8 };
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 2; l++)
+                for (int u = 0; u < 4; u++) {
+                    const int trans = (i + j + l) % 3 == 0;
+                    const vx_problem p = { .m = mn[i], .n = mn[j], .k = ks[l], .a_trans = trans, .b_trans = trans,
+                                           .a_in_place_ok = 1, .b_in_place_ok = !trans, .units_warm = 1 };
+                    vx_choice one;
+                    cr_assert_eq(vx_cost_search(&d, &c, &p, (int)ts[u], &one, 1, NULL), 1);
+                    const int got = vx_cost_search(&d, &c, &p, (int)ts[u], ranked, all, NULL);
+                    cr_assert(got >= 1, "%lldx%lldx%lld t=%lld: nothing ranked", (long long)p.m, (long long)p.n,
+                              (long long)p.k, (long long)ts[u]);
+                    const double rel = (one.ns - ranked[0].ns) / ranked[0].ns;
+                    cr_assert(rel > -1e-9 && rel < 1e-9,
+                              "%lldx%lldx%lld%s t=%lld: the search found %.3f ns (grid %d), the exhaustive ranking "
+                              "%.3f (grid %d)",
+                              (long long)p.m, (long long)p.n, (long long)p.k, trans ? " transposed" : "",
+                              (long long)ts[u], one.ns, one.l2, ranked[0].ns, ranked[0].l2);
+                }
+    free(ranked);
+    vx_candidates_free(&c);
+}
+
 /* Band tiles (conv_inplace.c) are priced where a row's pixels read
  * different taps, with the calls they make per filter row against a row of
  * one class: one per tap column whose pixels differ, the interior's merged

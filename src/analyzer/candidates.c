@@ -198,14 +198,22 @@ int vx_candidates_build(const vx_device_desc *d, vx_candidates *c)
     c->l2 = malloc(sizeof *c->l2 * max2);
     c->l0_floor = malloc(sizeof *c->l0_floor * (size_t)(n0 ? n0 : 1));
     c->l1_mode_first = malloc(sizeof(int) * (size_t)(n0 ? n0 : 1) * (VX_LOAD_MODES + 1));
-    if (!c->l0 || !c->l1 || !c->l1_first || !c->l1_count || !c->l2 || !c->l0_floor || !c->l1_mode_first) {
+    c->l0_scale = malloc(sizeof *c->l0_scale * (size_t)(n0 ? n0 : 1));
+    if (!c->l0 || !c->l1 || !c->l1_first || !c->l1_count || !c->l2 || !c->l0_floor || !c->l1_mode_first ||
+        !c->l0_scale) {
         vx_candidates_free(c);
         return -1;
     }
     memcpy(c->l0, l0, sizeof *l0 * (size_t)n0);
     c->n0 = n0;
-    for (int i = 0; i < n0; i++)
-        c->l0_floor[i] = l0_floor(&d->fam[l0[i].fam], l0[i].m);
+    for (int i = 0; i < n0; i++) {
+        const vx_l0_family *F = &d->fam[l0[i].fam];
+        c->l0_floor[i] = l0_floor(F, l0[i].m);
+        const int own = F->context_min_k > 0 && F->context_m[l0[i].m - 1] > 0;
+        c->l0_scale[i] = (vx_l0_scale){ vx_context_scale(F->context),
+                                        own ? vx_context_scale(F->context_m[l0[i].m - 1]) : 1.0,
+                                        own ? F->context_min_k : INT64_MAX };
+    }
     for (int i = 0; i < n0; i++) {
         c->l1_first[i] = c->n1;
         int *runs = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
@@ -227,6 +235,7 @@ void vx_candidates_free(vx_candidates *c)
     free(c->l2);
     free(c->l0_floor);
     free(c->l1_mode_first);
+    free(c->l0_scale);
     memset(c, 0, sizeof *c);
 }
 

@@ -529,6 +529,7 @@ typedef struct {
     double copy_a;      /* ... and ns per element of A that copy A+B pays to copy it at this
                            height (copy_a_ns); 0: the plan reads A in place or A's panels
                            were packed before the call, and pays A's read only */
+    double scale[VX_LOAD_MODES]; /* its context scale per load mode (context_scales) */
 } tile_pre;
 
 static void tile_of(const vx_problem *p, int m0, int n0, tile_pre *T)
@@ -542,8 +543,8 @@ static void tile_of(const vx_problem *p, int m0, int n0, tile_pre *T)
 }
 
 /* Row and column tiles per cell of grid g: cdiv(R, tm) x cdiv(C, tn). */
-static inline int64_t cell_rows(const tile_pre *T, vx_l2_cand g) { return cdiv_small(T->R, g.tm); }
-static inline int64_t cell_cols(const tile_pre *T, vx_l2_cand g) { return cdiv_small(T->C, g.tn); }
+static inline int64_t cell_rows(const tile_pre *T, vx_l2_cand g) { return g.tm == 1 ? T->R : cdiv_small(T->R, g.tm); }
+static inline int64_t cell_cols(const tile_pre *T, vx_l2_cand g) { return g.tn == 1 ? T->C : cdiv_small(T->C, g.tn); }
 
 /* The full row tiles and the rows of the short last one of a cell of
  * rcell row tiles of T (a cell that reaches the last row tile ends with
@@ -624,12 +625,6 @@ static inline int plain_operands(const vx_problem *p)
     return p->a_seg <= 0 && p->a_run <= 0 && p->b_run <= 0;
 }
 
-/* 1 / r for a context ratio r (levels.h); 1 where none was measured. */
-static inline double ratio_scale(double r)
-{
-    return r > 0 && r != 1.0 ? 1.0 / r : 1.0;
-}
-
 /* What a plain problem's L0 time is multiplied by for the family's rate in
  * the GEMM driver (levels.h, context): the CPU tune's context probe runs
  * each family through the packed driver, where the L1 timings ranked the
@@ -649,15 +644,19 @@ static inline double ratio_scale(double r)
  * time of 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
  * thirty-seventh session). context_scales: every load mode at once (the
  * search's set-up, tile by tile). */
-static inline void context_scales(const vx_l0_family *F, int m0, const vx_problem *p, double out[VX_LOAD_MODES])
+static inline void scales_of(double family, double tile, int plain, double out[VX_LOAD_MODES])
 {
-    const int plain = plain_operands(p);
-    const double family = ratio_scale(F->context);
-    const double tile = F->context_min_k > 0 && p->k >= F->context_min_k && F->context_m[m0 - 1] > 0
-                            ? ratio_scale(F->context_m[m0 - 1])
-                            : family;
     for (int mode = 0; mode < VX_LOAD_MODES; mode++)
         out[mode] = !plain && mode != VX_LOAD_COPY_AB ? 1.0 : mode != VX_LOAD_NONE ? tile : family;
+}
+
+static inline void context_scales(const vx_l0_family *F, int m0, const vx_problem *p, double out[VX_LOAD_MODES])
+{
+    const double family = vx_context_scale(F->context);
+    const double tile = F->context_min_k > 0 && p->k >= F->context_min_k && F->context_m[m0 - 1] > 0
+                            ? vx_context_scale(F->context_m[m0 - 1])
+                            : family;
+    scales_of(family, tile, plain_operands(p), out);
 }
 
 static inline double context_scale(const vx_l0_family *F, int m0, const vx_problem *p, int mode)
@@ -1185,6 +1184,8 @@ typedef struct {
     double reread;                 /* in place: a re-read (A's per column tile after the first,
                                       both in place B's per row tile after the first) */
     double n_fixed, n_b, n_full;   /* both in place: B's stalled read, its whole read */
+    double bound;                  /* no group of the grid has a lower floor (vx_cost_search) */
+    int expanded;                  /* its groups are in the search's table (expand_grid) */
 } grid_pre;
 
 /* The least any plan of a group can cost, whatever its load mode and
@@ -1271,7 +1272,7 @@ static inline double mode_compute(const mode_lb *r, int64_t kblocks)
  * blocks: price_cell's terms with one k block (compute's least), each block
  * count at 1 and every re-read from the fastest level. */
 static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx_l0_family *F, int m0, int mode,
-                          const grid_ctx *x)
+                          const grid_ctx *x, double scale)
 {
     const double e = d->elem_bytes;
     const int64_t cols = x->cols;
@@ -1280,7 +1281,6 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
     r.kb_least = mode != VX_LOAD_COPY_AB && p->a_seg > 0 ? cdiv(p->k, p->a_seg) : 1;
     const tiles_parts t =
         tiles_split(F->rate[rate_mode(x->a_packed_in_place, mode)], m0, x->full, x->rem, x->cols, p->k);
-    const double scale = context_scale(F, m0, p, mode);
     r.per_kb = scale * t.o;
     r.steps = scale * t.p;
     r.compute1 = mode_compute(&r, r.kb_least);
@@ -1352,6 +1352,92 @@ static int same_key(priced_key a, priced_key b)
     return a.kb == b.kb && a.mode == b.mode && a.mc == b.mc && a.nc == b.nc;
 }
 
+/* The search's table of groups: each one's floor and id (its grid's
+ * index among those that fit, << 16, | its tile's), in the order of the
+ * ids (the tables' order, which ties keep), and each (grid, tile)'s cell
+ * in row and column tiles. */
+typedef struct {
+    double *lbs;
+    int *ids;
+    int64_t *cells;
+    int n;
+} group_table;
+
+/* What a grid's groups share, worked out once per search (vx_cost_search). */
+typedef struct {
+    const tile_pre *tiles;
+    int plain, conv_in_place, n0_max;
+    double b_k;
+} group_setup;
+
+/* Work out the groups of grid gi (grids[gi], not in the table yet): its
+ * reads from home, a plain problem's mode terms, and each group's floor;
+ * merged into the table where the ids put them, but for those at or above
+ * beat (the plans found beat every plan in them). */
+static void expand_grid(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, const group_setup *S,
+                        grid_pre *P, int gi, double beat, group_table *t)
+{
+    const vx_l2_cand G = c->l2[P->g];
+    const double e = d->elem_bytes;
+    /* an in-place plan, or one reading B's panels packed before the
+     * call (b_load_ns), overlaps all but the stalled share of B's */
+    const double share = mode_ok(p, VX_LOAD_NONE) || p->b_prepacked ? inplace_stall(d, p) : 1.0;
+    P->a_row_read = S->conv_in_place ? 0.0 : e * (double)p->k * P->x.a_home;
+    P->b_row_read = share * e * S->b_k * P->x.b_home;
+    if (S->plain)
+        modes_floor(d, p, S->n0_max, P);
+    P->expanded = 1;
+    /* the groups of later grids move up by n0 while this one's are
+     * written, then back down to follow them (all the table holds: n2 x n0) */
+    int at = 0;
+    while (at < t->n && t->ids[at] >> 16 < gi)
+        at++;
+    const int tail = t->n - at;
+    if (tail > 0) {
+        memmove(t->lbs + at + c->n0, t->lbs + at, sizeof *t->lbs * (size_t)tail);
+        memmove(t->ids + at + c->n0, t->ids + at, sizeof *t->ids * (size_t)tail);
+    }
+    int w = at;
+    for (int i = 0; i < c->n0; i++) {
+        const tile_pre *T = &S->tiles[i];
+        if (G.tm > T->R || G.tn > T->C)
+            continue;
+        int64_t *cell = &t->cells[2 * ((size_t)gi * (size_t)c->n0 + (size_t)i)];
+        cell[0] = cell_rows(T, G);
+        cell[1] = cell_cols(T, G);
+        const double lb = group_floor(T, P, cell[0], cell[1], p, S->plain);
+        t->lbs[w] = lb;
+        t->ids[w] = gi << 16 | i; /* n0 is a few dozen at most */
+        w += lb < beat;
+    }
+    if (tail > 0) {
+        memmove(t->lbs + w, t->lbs + at + c->n0, sizeof *t->lbs * (size_t)tail);
+        memmove(t->ids + w, t->ids + at + c->n0, sizeof *t->ids * (size_t)tail);
+    }
+    t->n = w + tail;
+}
+
+/* The table's first cheapest group (ties: the table's order) and its
+ * floor; the groups at or above beat are dropped first. */
+static int table_scan(group_table *t, double beat, double *least)
+{
+    int kept = 0, q = 0;
+    double lb = INFINITY;
+    for (int r = 0; r < t->n; r++) { /* branch-free */
+        const double v = t->lbs[r];
+        const int id = t->ids[r];
+        t->lbs[kept] = v;
+        t->ids[kept] = id;
+        const int less = v < lb;
+        lb = less ? v : lb;
+        q = less ? kept : q;
+        kept += v < beat;
+    }
+    t->n = kept;
+    *least = lb;
+    return q;
+}
+
 int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_problem *p, int max_threads,
                    vx_choice *out, int max, int *considered_out)
 {
@@ -1361,8 +1447,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
     int64_t stack_cells[2 * STACK_GROUPS];
     tile_pre stack_tiles[STACK_TILES];
     grid_pre stack_grids[STACK_GRIDS];
-    int considered = 0, nout = 0, ng = 0, ngrids = 0, q = 0;
-    double q_lb = INFINITY; /* lbs[q] */
+    int considered = 0, nout = 0, ngrids = 0;
     if (max < 1)
         return 0;
     /* One group per (grid, tile): a few dozen on a desktop, hundreds on a
@@ -1391,22 +1476,26 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
      * row over all modes and heights left 70 % of the groups visited
      * beaten by every mode's bound, whose compute alone was 3 % above the
      * floor. */
-    const int plain = p->a_seg <= 0 && p->a_row <= 0;
+    const int plain = p->a_seg <= 0 && p->a_row <= 0, plain_ops = plain_operands(p);
     const int64_t rows_max = a_rows_max(d, p); /* the in-place modes' tallest tile */
     const int64_t packed_rows = packed_a_rows_max(d, p);
     int n0_max = 1;
+    double elem_least = INFINITY; /* the least time per element of C per k step, any tile and mode */
     for (int i = 0; i < c->n0; i++) {
         tile_pre *T = &tiles[i];
         tile_of(p, c->l0[i].m, d->fam[c->l0[i].fam].n, T);
         n0_max = T->n0 > n0_max ? T->n0 : n0_max;
         const vx_l0_family *F = &d->fam[c->l0[i].fam];
         /* the floors, worked out at the L1 rates, take the tile's context
-         * (its least over the modes where they do not tell them apart) */
-        double scale[VX_LOAD_MODES], least = 1.0;
-        context_scales(F, T->m0, p, scale);
+         * (its least over the modes where they do not tell them apart;
+         * context_scales from the candidates' copy) */
+        const vx_l0_scale *X = &c->l0_scale[i];
+        double *scale = T->scale, least = 1.0;
+        scales_of(X->family, p->k >= X->tile_min_k ? X->tile : X->family, plain_ops, scale);
         for (int mode = 0; mode < VX_LOAD_MODES; mode++)
             least = scale[mode] < least ? scale[mode] : least;
         T->row_k = least * (k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0);
+        elem_least = dmin(elem_least, least * c->l0_floor[i].p_per_row / (double)T->n0);
         const int *run = c->l1_mode_first + (size_t)i * (VX_LOAD_MODES + 1);
         T->modes = 0;
         for (int mode = 0; mode < VX_LOAD_MODES; mode++)
@@ -1424,12 +1513,17 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         }
         T->copy_a = a_in_place || p->a_prepacked ? 0.0 : copy_a_ns(d, p, T->m0);
     }
-    /* Per grid that fits: what every plan pays to read A and B from home
-     * (a convolution's in-place patches overlap their reads: only B's copy
-     * of the taps in use counts). */
-    const double e = d->elem_bytes;
-    const int conv_in_place = p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B);
-    const double b_k = conv_in_place ? b_copied_k(p, VX_LOAD_COPY_B) : (double)p->k;
+    /* Per grid that fits: its fixed cost and the levels its units find A
+     * and B in (grid_common), and a bound under every floor of its groups
+     * (group_floor): the fixed cost and its largest cell's work (m / tm x
+     * n / tn elements of C over k_least) at the least rate per element of
+     * any tile. Its groups are worked out (expand_grid) only once the
+     * search reaches that bound: the plans found on two units beat one
+     * unit's grid over most of the random suite, and one unit's plans the
+     * grids that would wake the other for a small call. */
+    const group_setup setup = { tiles, plain, p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B), n0_max,
+                                p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B) ? b_copied_k(p, VX_LOAD_COPY_B)
+                                                                           : (double)p->k };
     for (int g = 0; g < c->n2; g++) {
         const vx_l2_cand G = c->l2[g];
         if (G.tm * G.tn > max_threads)
@@ -1437,29 +1531,12 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         grid_pre *P = &grids[ngrids];
         grid_common(d, p, G, packed_rows, &P->x);
         P->g = g;
-        /* an in-place plan, or one reading B's panels packed before the
-         * call (b_load_ns), overlaps all but the stalled share of B's */
-        const double share = mode_ok(p, VX_LOAD_NONE) || p->b_prepacked ? inplace_stall(d, p) : 1.0;
-        P->a_row_read = conv_in_place ? 0.0 : e * (double)p->k * P->x.a_home;
-        P->b_row_read = share * e * b_k * P->x.b_home;
-        if (plain)
-            modes_floor(d, p, n0_max, P);
-        for (int i = 0; i < c->n0; i++) {
-            const tile_pre *T = &tiles[i];
-            if (G.tm > T->R || G.tn > T->C)
-                continue;
-            int64_t *cell = &cells[2 * ((size_t)ngrids * (size_t)c->n0 + (size_t)i)];
-            cell[0] = cell_rows(T, G);
-            cell[1] = cell_cols(T, G);
-            const double lb = group_floor(T, P, cell[0], cell[1], p, plain);
-            lbs[ng] = lb;
-            ids[ng] = ngrids << 16 | i; /* n0 is a few dozen at most */
-            q = lb < q_lb ? ng : q; /* the first to visit (ties: the tables' order) */
-            q_lb = lb < q_lb ? lb : q_lb;
-            ng++;
-            if (considered_out)
-                considered += c->l1_count[i]; /* each group is either visited or beaten */
-        }
+        P->expanded = 0;
+        /* a hair under, so that rounding never lifts it above a floor */
+        P->bound = P->x.fixed + (1.0 - 1e-9) * ((double)p->m / G.tm) * ((double)p->n / G.tn) * k_least * elem_least;
+        if (considered_out) /* each group is either visited or beaten */
+            for (int i = 0; i < c->n0; i++)
+                considered += G.tm <= tiles[i].R && G.tn <= tiles[i].C ? c->l1_count[i] : 0;
         ngrids++;
     }
     /* Per kc: its k block for this k and the k blocks each load mode runs
@@ -1476,28 +1553,34 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
      * later group's too, and the search stops; within a group, a load mode
      * or an L1 candidate whose bound they beat is skipped (branch and
      * bound; the answer is the exhaustive one). Each scan after a visit
-     * also drops the groups the plans found so far beat; the first group
-     * was found while the floors were worked out. */
-    for (int scan = 0; ng > 0; scan = 1) {
-        if (scan) {
-            const double beat = nout == max ? out[max - 1].ns : INFINITY;
-            int kept = 0;
-            double lb = INFINITY;
-            q = 0;
-            for (int r = 0; r < ng; r++) { /* branch-free: ties keep the tables' order */
-                const double v = lbs[r];
-                const int id = ids[r];
-                lbs[kept] = v;
-                ids[kept] = id;
-                const int less = v < lb;
-                lb = less ? v : lb;
-                q = less ? kept : q;
-                kept += v < beat;
+     * also drops the groups the plans found so far beat. A grid's groups
+     * join the table before the first visit whose floor reaches the grid's
+     * bound (the first grid: the least bound), so the visits come in the
+     * order a table of every group would give them. */
+    group_table table = { lbs, ids, cells, 0 };
+    for (;;) {
+        const double beat = nout == max ? out[max - 1].ns : INFINITY;
+        double lb;
+        int q = table_scan(&table, beat, &lb);
+        for (;;) {
+            int next = -1;
+            for (int gi = 0; gi < ngrids; gi++) {
+                const grid_pre *P = &grids[gi];
+                if (P->expanded || !(P->bound < beat))
+                    continue;
+                if (table.n > 0 ? P->bound <= lb : next < 0 || P->bound < grids[next].bound) {
+                    next = gi;
+                    if (table.n > 0)
+                        break;
+                }
             }
-            ng = kept;
-            if (ng == 0)
+            if (next < 0)
                 break;
+            expand_grid(d, c, p, &setup, &grids[next], next, beat, &table);
+            q = table_scan(&table, beat, &lb);
         }
+        if (table.n == 0)
+            break;
         const int id = ids[q];
         lbs[q] = INFINITY; /* visited: the next scan drops it (keeping the order of ties) */
         const int i = id & 0xFFFF;
@@ -1517,7 +1600,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         for (int mode = 0; mode < VX_LOAD_MODES; mode++) {
             if (!(T->modes >> mode & 1))
                 continue;
-            bound[mode] = mode_bound(d, p, F, t->m, mode, x);
+            bound[mode] = mode_bound(d, p, F, t->m, mode, x, T->scale[mode]);
             int j = nmodes++;
             while (j > 0 && bound[modes[j - 1]].lb > bound[mode].lb) {
                 modes[j] = modes[j - 1];

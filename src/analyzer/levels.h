@@ -53,6 +53,12 @@ typedef struct {
     int64_t context_min_k; /* 0: context_m never applies */
 } vx_l0_family;
 
+/* 1 / r for a context ratio r (vx_l0_family); 1 where none was measured. */
+static inline double vx_context_scale(double r)
+{
+    return r > 0 && r != 1.0 ? 1.0 / r : 1.0;
+}
+
 /* One memory level an operand can live in or stream from. */
 typedef struct {
     const char *name;
@@ -185,6 +191,15 @@ typedef struct {
     double p_per_row, o;
 } vx_l0_floor;
 
+/* What an L0 tile's kernel times are multiplied by in the GEMM driver's
+ * context (vx_l0_family, context and context_m; cost.c, context_scales),
+ * worked out once: the family's scale, and the tile's own from k =
+ * tile_min_k on (INT64_MAX: never; the family's stands). */
+typedef struct {
+    double family, tile;
+    int64_t tile_min_k;
+} vx_l0_scale;
+
 typedef struct {
     int16_t l0;                /* index into l0[] (the mapping table) */
     int8_t mode;               /* vx_load_mode */
@@ -206,6 +221,7 @@ typedef struct {
                                   [.. + VX_LOAD_MODES]: where they end */
     vx_l2_cand *l2;
     vx_l0_floor *l0_floor;     /* per L0 tile: its least rates (the search's first bound) */
+    vx_l0_scale *l0_scale;     /* per L0 tile: its context scales */
     /* what each stage kept, for vortex-info --candidates */
     int l0_enumerated, l0_after_regs, l0_after_measure;
 } vx_candidates;
