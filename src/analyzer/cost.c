@@ -873,17 +873,29 @@ static inline double b_load_ns(const vx_device_desc *d, const vx_problem *p, int
  * ran 4-7 % slower. The AVX2 tiles (16 and 24 floats) took direct plans
  * that ran 1.06-1.23x the time of the packed ones (16x2304x768: 409 us
  * against 332; NOTES.md, twenty-sixth session). On Zen 5, 14-row tiles
- * read in place over a 496-row block had lost to a packed plan. */
-enum { A_STREAMED_ROW_TILES = 6 };
+ * read in place over a 496-row block had lost to a packed plan.
+ * A tile of one vector a row as wide as a line (AVX-512's 16-wide tiles,
+ * one FMA per element of A, its broadcast embedded) streams a block of up
+ * to A_STREAMED_ROW_TILES_ONE_VECTOR row tiles too: forced on one Zen 4
+ * core, direct 30 x 16 and 19 x 16 over k = 512..1500 in one k block ran
+ * 3-12 % faster than in blocks of 128 that keep A's rows in L1 (25x154x731
+ * 55.7 us against 58.0, 16x3072x768 776 against 877), which the model had
+ * priced the other way; over up to 6 row tiles, BERT's 100-155-row layers
+ * then took 30 x 16 and ran 1.7 % slower than their packed 14 x 32 and
+ * direct 9 x 48 plans (NOTES.md, thirty-eighth session). */
+enum { A_STREAMED_ROW_TILES = 6, A_STREAMED_ROW_TILES_ONE_VECTOR = 3 };
 
 /* The share for the cell's A block if it is re-read from the second level
  * (the level depends on the k block, so the search's bounds take this as
  * the least share whatever it). */
-static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x)
+static inline double a_reread_share(const vx_device_desc *d, const vx_problem *p, int m0, const vx_l0_family *F,
+                                    const grid_ctx *x)
 {
-    return cdiv_small(x->m_c, m0) <= A_STREAMED_ROW_TILES && d->elem_bytes * n0 >= 2 * line_bytes(d)
-               ? inplace_stall(d, p)
-               : 1.0;
+    const int64_t row_bytes = (int64_t)d->elem_bytes * F->n, row_tiles = cdiv_small(x->m_c, m0);
+    const int streams = row_bytes >= 2 * line_bytes(d) ? row_tiles <= A_STREAMED_ROW_TILES
+                        : F->regs_per_m == 1 && row_bytes >= line_bytes(d) ? row_tiles <= A_STREAMED_ROW_TILES_ONE_VECTOR
+                                                                            : 0;
+    return streams ? inplace_stall(d, p) : 1.0;
 }
 
 /* The in-place loops (gemm.c, run_inplace) walk all of a cell's rows once
@@ -997,7 +1009,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
         x->a_far && !a_fetched && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
     const double a_stream =
         a_cell * x->a_home * a_wait +
-        (a_level == 1 ? a_reread_share(d, p, m0, n0, x) : 1.0) * a_cell * (double)(cols - 1) * a_again;
+        (a_level == 1 ? a_reread_share(d, p, m0, F, x) : 1.0) * a_cell * (double)(cols - 1) * a_again;
     /* B's rows lie b_ld (the caller's ldb >= n) elements apart. A page or
      * more apart (and a k block of them spanning more than the first level), every row is a new
      * page for the prefetchers and the pieces alias in the caches' sets;
@@ -1301,14 +1313,14 @@ static mode_lb mode_bound(const vx_device_desc *d, const vx_problem *p, const vx
         return r;
     }
     if (mode == VX_LOAD_NONE) { /* price_cell's last branch, every re-read from the fastest level */
-        r.rest = lb + a_cell * x->a_home + a_reread_share(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
+        r.rest = lb + a_cell * x->a_home + a_reread_share(d, p, m0, F, x) * a_cell * (double)(cols - 1) * x->top;
         r.streams = b_cell * x->b_home + b_cell * (double)(x->full + (x->rem > 0) - 1) * x->top;
         r.stall = inplace_stall(d, p);
         r.floor = b_cell * x->b_home;
         r.lb = r.rest + dmax(r.compute1 + r.stall * r.streams, r.floor);
         return r;
     }
-    lb += a_cell * x->a_home + a_reread_share(d, p, m0, F->n, x) * a_cell * (double)(cols - 1) * x->top;
+    lb += a_cell * x->a_home + a_reread_share(d, p, m0, F, x) * a_cell * (double)(cols - 1) * x->top;
     r.rest = lb;
     r.lb = lb + r.compute1;
     return r;
