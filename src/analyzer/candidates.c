@@ -207,12 +207,8 @@ int vx_candidates_build(const vx_device_desc *d, vx_candidates *c)
     memcpy(c->l0, l0, sizeof *l0 * (size_t)n0);
     c->n0 = n0;
     for (int i = 0; i < n0; i++) {
-        const vx_l0_family *F = &d->fam[l0[i].fam];
-        c->l0_floor[i] = l0_floor(F, l0[i].m);
-        const int own = F->context_min_k > 0 && F->context_m[l0[i].m - 1] > 0;
-        c->l0_scale[i] = (vx_l0_scale){ vx_context_scale(F->context),
-                                        own ? vx_context_scale(F->context_m[l0[i].m - 1]) : 1.0,
-                                        own ? F->context_min_k : INT64_MAX };
+        c->l0_floor[i] = l0_floor(&d->fam[l0[i].fam], l0[i].m);
+        c->l0_scale[i] = vx_l0_scale_of(&d->fam[l0[i].fam], l0[i].m);
     }
     for (int i = 0; i < n0; i++) {
         c->l1_first[i] = c->n1;

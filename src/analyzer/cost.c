@@ -644,19 +644,17 @@ static inline int plain_operands(const vx_problem *p)
  * time of 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
  * thirty-seventh session). context_scales: every load mode at once (the
  * search's set-up, tile by tile). */
-static inline void scales_of(double family, double tile, int plain, double out[VX_LOAD_MODES])
+static inline void scales_of(const vx_l0_scale *X, int64_t k, int plain, double out[VX_LOAD_MODES])
 {
+    const double tile = k >= X->tile_min_k ? X->tile : X->family;
     for (int mode = 0; mode < VX_LOAD_MODES; mode++)
-        out[mode] = !plain && mode != VX_LOAD_COPY_AB ? 1.0 : mode != VX_LOAD_NONE ? tile : family;
+        out[mode] = !plain && mode != VX_LOAD_COPY_AB ? 1.0 : mode != VX_LOAD_NONE ? tile : X->family;
 }
 
 static inline void context_scales(const vx_l0_family *F, int m0, const vx_problem *p, double out[VX_LOAD_MODES])
 {
-    const double family = vx_context_scale(F->context);
-    const double tile = F->context_min_k > 0 && p->k >= F->context_min_k && F->context_m[m0 - 1] > 0
-                            ? vx_context_scale(F->context_m[m0 - 1])
-                            : family;
-    scales_of(family, tile, plain_operands(p), out);
+    const vx_l0_scale X = vx_l0_scale_of(F, m0);
+    scales_of(&X, p->k, plain_operands(p), out);
 }
 
 static inline double context_scale(const vx_l0_family *F, int m0, const vx_problem *p, int mode)
@@ -1501,9 +1499,8 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         /* the floors, worked out at the L1 rates, take the tile's context
          * (its least over the modes where they do not tell them apart;
          * context_scales from the candidates' copy) */
-        const vx_l0_scale *X = &c->l0_scale[i];
         double *scale = T->scale, least = 1.0;
-        scales_of(X->family, p->k >= X->tile_min_k ? X->tile : X->family, plain_ops, scale);
+        scales_of(&c->l0_scale[i], p->k, plain_ops, scale);
         for (int mode = 0; mode < VX_LOAD_MODES; mode++)
             least = scale[mode] < least ? scale[mode] : least;
         T->row_k = least * (k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0);
@@ -1533,9 +1530,9 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
      * search reaches that bound: the plans found on two units beat one
      * unit's grid over most of the random suite, and one unit's plans the
      * grids that would wake the other for a small call. */
-    const group_setup setup = { tiles, plain, p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B), n0_max,
-                                p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B) ? b_copied_k(p, VX_LOAD_COPY_B)
-                                                                           : (double)p->k };
+    const int conv_in_place = p->a_seg > 0 && mode_ok(p, VX_LOAD_COPY_B);
+    const group_setup setup = { tiles, plain, conv_in_place, n0_max,
+                                conv_in_place ? b_copied_k(p, VX_LOAD_COPY_B) : (double)p->k };
     for (int g = 0; g < c->n2; g++) {
         const vx_l2_cand G = c->l2[g];
         if (G.tm * G.tn > max_threads)
@@ -1574,17 +1571,13 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
         const double beat = nout == max ? out[max - 1].ns : INFINITY;
         double lb;
         int q = table_scan(&table, beat, &lb);
-        for (;;) {
+        for (;;) { /* the least bound of the grids the next visit must wait for */
             int next = -1;
             for (int gi = 0; gi < ngrids; gi++) {
                 const grid_pre *P = &grids[gi];
-                if (P->expanded || !(P->bound < beat))
-                    continue;
-                if (table.n > 0 ? P->bound <= lb : next < 0 || P->bound < grids[next].bound) {
+                if (!P->expanded && P->bound < beat && (table.n == 0 || P->bound <= lb) &&
+                    (next < 0 || P->bound < grids[next].bound))
                     next = gi;
-                    if (table.n > 0)
-                        break;
-                }
             }
             if (next < 0)
                 break;

@@ -200,6 +200,13 @@ typedef struct {
     int64_t tile_min_k;
 } vx_l0_scale;
 
+static inline vx_l0_scale vx_l0_scale_of(const vx_l0_family *F, int m)
+{
+    const int own = F->context_min_k > 0 && F->context_m[m - 1] > 0;
+    return (vx_l0_scale){ vx_context_scale(F->context), own ? vx_context_scale(F->context_m[m - 1]) : 1.0,
+                          own ? F->context_min_k : INT64_MAX };
+}
+
 typedef struct {
     int16_t l0;                /* index into l0[] (the mapping table) */
     int8_t mode;               /* vx_load_mode */
