@@ -1046,13 +1046,19 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
     if (b_strided) {
         const int keep = aliased_level(d, fit, (int64_t)e * b_ld(p), (int64_t)e * n0, kb);
         panel = dmax(panel, x->nspb[keep >= 0 ? keep : d->nmem >= 2 ? d->nmem - 2 : 0]);
-        /* The first pass: from a cache, rows whose k block some level's
-         * sets keep stream at the home level's rate (the kernels fetch B
-         * 16 rows ahead, and no line is evicted before its neighbour panel
-         * reads it); the measured strided-stream rate (rows 8 KiB apart,
-         * which alias) priced 6x1294x356 in place at 150 us on 2 Zen 1
-         * cores, where it ran 104 (packed: priced 146, ran 205). */
-        if (keep < 0 || x->b_home_last)
+        /* The first pass: from a cache, the rows stream at the home
+         * level's rate, since the kernels fetch B 16 rows ahead, whether or
+         * not some level's sets keep a k block's rows. The measured
+         * strided-stream rate (a walk without fetches ahead, rows 8 KiB
+         * apart) priced 6x1294x356 in place at 150 us on 2 Zen 1 cores,
+         * where it ran 104 (packed: priced 146, ran 205). Kept for rows no
+         * level keeps (page-multiple strides: BERT's 2304, 3072 and 1024
+         * wide B's), it put 16x3072x768 on kc = 128, which ran 376-400 us
+         * against 348 for kc = 768, and the 80 suite cases it moved ran
+         * in 0.94-0.96 of the time (AVX2: 0.96-0.99; 2 AMD Zen 4 cores,
+         * forced and alternated; NOTES.md, thirty-ninth session). From
+         * the last level (DRAM) that rate stays. */
+        if (x->b_home_last)
             first = dmax(first, x->stride_stream);
         /* Each row of a k block holds a TLB entry while the block is walked
          * panel by panel; more rows than the TLB's sets keep for them miss
