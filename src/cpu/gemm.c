@@ -319,6 +319,66 @@ static int64_t next_panel_share(next_panel_fetch *f, int64_t kb, const float **f
     return n;
 }
 
+/* Fetch the rows [i0, i0 + rows) of A's k block into the cache: the
+ * streamed loop reads A from DRAM with no store stream beside it, and the
+ * hardware's prefetchers then left the kernels waiting for A where each
+ * row's part is a few lines (2449029x47x32, one AMD Zen 5 core, C not
+ * written at all: 55 ms; A fetched two row blocks ahead: 33; the loop
+ * before, writing C: 44), and wherever A is transposed, its k block read
+ * as k columns a leading dimension apart (716847x16x200 TN on 2 cores: 77
+ * -> 29 ms). Longer rows fetched so (into L1) cost more than they saved
+ * (1569960x16x200: 43 ms, 31 without, 33 before; NOTES.md, twentieth
+ * session): those go to L2 (fetches_a_far). */
+enum { FETCH_AHEAD = 2 }; /* row blocks ahead */
+
+static int fetches_a(const vx_gemm_args *g, int64_t kb)
+{
+    return g->a_cs != 1 || kb * (int64_t)sizeof(float) <= 4 * 64;
+}
+
+static void fetch_a_rows(const vx_gemm_args *g, const float *a, int64_t rows, int64_t k)
+{
+    const int64_t along = g->a_cs == 1 ? k : rows, runs = g->a_cs == 1 ? rows : k;
+    const int64_t step = g->a_cs == 1 ? g->a_rs : g->a_cs;
+    for (int64_t r = 0; r < runs; r++) { /* a run: a row of the block, or a column where A is transposed */
+        const char *run = (const char *)(a + r * step);
+        for (int64_t o = 0; o < along * (int64_t)sizeof(float); o += 64)
+            __builtin_prefetch(run + o, 0, 3);
+    }
+}
+
+/* Rows of a plain A (unit stride along k) longer than fetches_a's four
+ * lines, read in place from far beyond the second level: the kernels walk
+ * a tile's rows side by side, a float of each per k step, and the hardware
+ * prefetchers left them waiting for A. Fetched FETCH_AHEAD row tiles ahead
+ * into L2 (prefetcht1), where L1 would hold them beside B's panel: 14 x 32
+ * tiles over 169343x32x128 (A 87 MB) on 2 AMD Zen 4 cores, the kernels
+ * alone, 13.2 ms -> 9.5 (into L1: 12.3; oneDNN runs the GEMM in 9.5); one
+ * core over A of 21.5 MB 2.12 -> 1.57 cycles an FMA, 7.2 MB 1.34 -> 1.26,
+ * while A of 2.2 MB (in L3) ran 2 % slower fetched. Hence blocks over
+ * A_FAR_L2S second levels only. The GNN suite's calls with k = 100..256
+ * then ran 1.1-1.8x faster (169343x16x128 0.74-0.85x of oneDNN -> 1.26-
+ * 1.29x), while rows of 500-600 floats, which the prefetchers follow on
+ * their own, lost 5-12 % (a tile's hundreds of fetches at once): rows of
+ * at most A_FAR_MAX_LINES lines only (NOTES.md, thirty-ninth session). */
+enum { A_FAR_L2S = 4, A_FAR_MAX_LINES = 16 };
+
+static int fetches_a_far(const vx_gemm_args *g, int64_t rows, int64_t kb)
+{
+    const int64_t row_bytes = kb * (int64_t)sizeof(float);
+    return g->a_cs == 1 && !ext_of(g)->gather_a && row_bytes > 4 * 64 && row_bytes <= A_FAR_MAX_LINES * 64 &&
+           (double)rows * (double)kb * sizeof(float) > A_FAR_L2S * (double)unit_l2_bytes();
+}
+
+static void fetch_a_rows_l2(const vx_gemm_args *g, const float *a, int64_t rows, int64_t k)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const char *run = (const char *)(a + r * g->a_rs);
+        for (int64_t o = 0; o < k * (int64_t)sizeof(float); o += 64)
+            __builtin_prefetch(run + o, 0, 2);
+    }
+}
+
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir
  * (ic / strip / ir / jr where walks_rows). Each B micro-panel (kc x nr) is
  * reused by every A panel of the L2-resident A block before the next one
@@ -383,6 +443,10 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
      * Gathered B (a convolution's patches) keeps the block copy (see
      * above). */
     const int b_by_panel = !b_on_read && !by_rows && !ext_of(g)->gather_b;
+    /* A read in place from far: its rows fetched ahead as the first column
+     * panel of each row block walks them (the others re-read the block
+     * from L2) */
+    const int fetch_a_far = a_in_place && fetches_a_far(g, m1 - m0, kc);
     for (int64_t jc = n0; jc < n1; jc += nc) {
         const int64_t nb = min64(nc, n1 - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
@@ -402,7 +466,9 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                     const int64_t strip = min64(nb, rows_strip_cols(kb, nr));
                     for (int64_t j0 = 0; j0 < nb; j0 += strip)
                         for (int64_t ir = 0; ir < mb; ir += mr) {
-                            const int64_t mm = min64(mr, mb - ir);
+                            const int64_t mm = min64(mr, mb - ir), ahead = ic + ir + FETCH_AHEAD * mr;
+                            if (fetch_a_far && j0 == 0 && ahead < m1)
+                                fetch_a_rows_l2(g, v->a + ahead * g->a_rs + pc * g->a_cs, min64(mr, m1 - ahead), kb);
                             const float *apan = a_in_place ? ablk + ir * g->a_rs
                                                 : a_pre    ? a_pre + (ic + ir) * g->k + pc * mm
                                                            : ap + ir * kb;
@@ -454,6 +520,9 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                                               min64(nr, n1 - jc - nb), tiles);
                     for (; ir < mb; ir += mr) {
                         const int64_t mm = min64(mr, mb - ir);
+                        const int64_t ahead = ic + ir + FETCH_AHEAD * mr;
+                        if (fetch_a_far && jr == 0 && ahead < m1)
+                            fetch_a_rows_l2(g, v->a + ahead * g->a_rs + pc * g->a_cs, min64(mr, m1 - ahead), kb);
                         const float *fetch_from = NULL;
                         const int64_t fetch_rows = next_panel_share(&nf, kb, &fetch_from);
                         /* a packed panel starts mr * kb floats after the last (packed
@@ -549,34 +618,6 @@ static int b_fetched_far(const vx_gemm_args *g)
            (last > 0 && (double)g->k * (double)g->n * (double)sizeof(float) > (double)last);
 }
 
-/* Fetch the rows [i0, i0 + rows) of A's k block into the cache: the
- * streamed loop reads A from DRAM with no store stream beside it, and the
- * hardware's prefetchers then left the kernels waiting for A where each
- * row's part is a few lines (2449029x47x32, one AMD Zen 5 core, C not
- * written at all: 55 ms; A fetched two row blocks ahead: 33; the loop
- * before, writing C: 44), and wherever A is transposed, its k block read
- * as k columns a leading dimension apart (716847x16x200 TN on 2 cores: 77
- * -> 29 ms). Longer rows stream on their own, and fetching them cost more
- * than it saved (1569960x16x200: 43 ms, 31 without, 33 before).
- * NOTES.md, twentieth session. */
-enum { FETCH_AHEAD = 2 }; /* row blocks ahead */
-
-static int fetches_a(const vx_gemm_args *g, int64_t kb)
-{
-    return g->a_cs != 1 || kb * (int64_t)sizeof(float) <= 4 * 64;
-}
-
-static void fetch_a_rows(const vx_gemm_args *g, const float *a, int64_t rows, int64_t k)
-{
-    const int64_t along = g->a_cs == 1 ? k : rows, runs = g->a_cs == 1 ? rows : k;
-    const int64_t step = g->a_cs == 1 ? g->a_rs : g->a_cs;
-    for (int64_t r = 0; r < runs; r++) { /* a run: a row of the block, or a column where A is transposed */
-        const char *run = (const char *)(a + r * step);
-        for (int64_t o = 0; o < along * (int64_t)sizeof(float); o += 64)
-            __builtin_prefetch(run + o, 0, 3);
-    }
-}
-
 /* In-place paths on C[m0:m1, n0:n1]: A is read where it lies; B is either
  * read in place (unit-stride rows) or packed one kc x nr block at a time.
  * K is blocked (the plan's kc) and is the outer loop: one k block of B's
@@ -606,6 +647,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
      * = 1 on 2 AMD Zen 5 cores: 17 -> 5.5 ms, 20000x32x32 0.18 -> 0.12; an
      * A block within the L2, 4096x64x64, 0.090 -> 0.099: not fetched) */
     const int fetch_a = g->a_cs != 1 && (double)(m1 - m0) * (double)kc * sizeof(float) > vx_hw()->l2_bytes / 2.0;
+    const int fetch_a_far = fetches_a_far(g, m1 - m0, kc);
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -645,6 +687,9 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
                 if (fetch_a && i0 + FETCH_AHEAD * mr < m1)
                     fetch_a_rows(g, apan + (i0 + FETCH_AHEAD * mr) * g->a_rs, min64(mr, m1 - i0 - FETCH_AHEAD * mr),
                                  kb);
+                else if (fetch_a_far && i0 + FETCH_AHEAD * mr < m1)
+                    fetch_a_rows_l2(g, apan + (i0 + FETCH_AHEAD * mr) * g->a_rs,
+                                    min64(mr, m1 - i0 - FETCH_AHEAD * mr), kb);
                 const vx_epilogue *ep = epilogue_at(g, v, last_k, i0, j0, &epb);
                 const float *fetch_from = NULL;
                 const int64_t fetch_rows = copied ? next_panel_share(&nf, kb, &fetch_from) : 0;
@@ -800,7 +845,7 @@ static void run_streamed(const job *J, const item_view *v, float *stage, float *
     const int lined = ((uintptr_t)v->c & 63) == 0 && g->c_rs % lf == 0 && n0 % lf == 0 &&
                       (n1 - n0) % lf == 0 && sc % lf == 0;
     const int staged = whole_rows || lined;
-    const int fetch_a = fetches_a(g, kb);
+    const int fetch_a = fetches_a(g, kb), fetch_a_far = !fetch_a && fetches_a_far(g, m1 - m0, kb);
     /* every panel of the cell, once: panel q at bp + q * kb * nr (packed
      * already: the same layout, from the cell's first panel; kb is all of k) */
     const float *panels = pack_b && v->b_panels ? v->b_panels + n0 / nr * kb * nr : bp;
@@ -818,6 +863,8 @@ static void run_streamed(const job *J, const item_view *v, float *stage, float *
         const int64_t ahead = i0 + FETCH_AHEAD * (int64_t)mr;
         if (fetch_a && ahead < m1)
             fetch_a_rows(g, v->a + ahead * g->a_rs, min64(mr, m1 - ahead), kb);
+        else if (fetch_a_far && ahead < m1)
+            fetch_a_rows_l2(g, v->a + ahead * g->a_rs, min64(mr, m1 - ahead), kb);
         for (int64_t c0 = n0; c0 < n1; c0 += sc) {
             const int64_t cw = min64(sc, n1 - c0);
             float *c = staged ? stage + turn * half : v->c + i0 * g->c_rs + c0;
