@@ -11,6 +11,7 @@
 #include "analyzer/hw.h"
 #include "analyzer/plan.h"
 #include "analyzer/select.h"
+#include "cpu/gemm.h"
 #include "ref.h"
 #include "vt_isa.h"
 
@@ -217,6 +218,55 @@ VT_ISA_TEST(shapes, b_past_last_level_cache, TMO)
             vx_plan_set_override(&all[r].plan);
             vt_check(&c);
             vx_plan_set_override(NULL);
+        }
+    }
+    free(all);
+}
+
+/* A's rows of 5-16 lines read in place from far (the cell's A block over
+ * four L2s): the loops fetch them two row tiles ahead into L2 (gemm.c,
+ * fetches_a_far), and the fetches near the cell's end must stay inside
+ * it. The best direct, pack-B and packed plans forced, on two
+ * threads, at k = 129 (ragged) and 256 (the longest fetched rows), row
+ * counts that leave a ragged last tile; and the streamed loop (C streamed
+ * from any size for the test), beta = 0 over NaN. */
+VT_ISA_TEST(shapes, a_from_far_fetched_ahead, TMO)
+{
+    const vx_hw_info *hw = vx_hw();
+    const int64_t l2 = hw->l2_bytes > 0 && hw->l2_bytes <= ((int64_t)8 << 20) ? hw->l2_bytes : (int64_t)1 << 20;
+    static const int64_t ks[] = {129, 256};
+    const int64_t n = 37;
+    enum { MAX_RANKED = 4096 };
+    vx_priced_plan *all = malloc(sizeof *all * MAX_RANKED);
+    cr_assert(all);
+    for (int i = 0; i < 2; i++) {
+        /* A of 10 L2s: a cell of half its rows still over four */
+        const int64_t k = ks[i], m = 10 * l2 / ((int64_t)sizeof(float) * k) | 1;
+        vx_gemm_shape sh = { .m = m, .n = n, .k = k, .b_unit_stride = 1, .a_unit_stride = 1 };
+        const int ranked = vx_gemm_rank(&sh, vt_isa, 2, all, MAX_RANKED);
+        static const vx_path paths[] = {VX_PATH_DIRECT, VX_PATH_PACK_B, VX_PATH_PACKED, VX_PATH_DIRECT};
+        static const char *const names[] = {"direct", "pack-B", "packed", "direct, C streamed"};
+        for (int w = 0; w < 4; w++) {
+            int r = 0;
+            while (r < ranked && r < MAX_RANKED && (all[r].plan.path != paths[w] || all[r].plan.kc < k))
+                r++;
+            cr_assert(r < ranked && r < MAX_RANKED, "%lldx%lldx%lld: no %s plan of one k block ranked",
+                      (long long)m, (long long)n, (long long)k, names[w]);
+            char desc[128], tag[192];
+            vx_plan_describe(&all[r].plan, desc, sizeof desc);
+            snprintf(tag, sizeof tag, "isa=%s A from far, %s [%s]", vt_isa_name(vt_isa), names[w], desc);
+            vt_case c = vt_case_make(m, n, k);
+            c.alpha = -0.5f;
+            c.beta = w == 3 || i ? 0.0f : 0.3f;
+            c.cinit = c.beta == 0.0f ? VT_C_NAN : VT_C_RANDOM;
+            c.tag = tag;
+            if (w == 3)
+                vx_gemm_set_stream_bytes(0);
+            vx_plan_set_override(&all[r].plan);
+            vt_check(&c);
+            vx_plan_set_override(NULL);
+            if (w == 3)
+                vx_gemm_set_stream_bytes(-1);
         }
     }
     free(all);
