@@ -336,14 +336,26 @@ static int fetches_a(const vx_gemm_args *g, int64_t kb)
     return g->a_cs != 1 || kb * (int64_t)sizeof(float) <= 4 * 64;
 }
 
-static void fetch_a_rows(const vx_gemm_args *g, const float *a, int64_t rows, int64_t k)
+/* Where a loop fetches A's rows ahead: not at all, into L1 (fetches_a) or
+ * into L2 (fetches_a_far). */
+typedef enum { A_FETCH_NONE, A_FETCH_L1, A_FETCH_L2 } a_fetch;
+
+/* Always inlined: a prefetch reads and writes nothing GCC tracks, so a
+ * helper of prefetches alone is a "const" call whose calls it deletes
+ * wherever it does not inline the helper first (GCC 12: every fetch gone
+ * at -O1 and -O2, and at -O3 once this one took the branch below). */
+static inline __attribute__((always_inline)) void fetch_a_rows(const vx_gemm_args *g, const float *a, int64_t rows, int64_t k, a_fetch into)
 {
     const int64_t along = g->a_cs == 1 ? k : rows, runs = g->a_cs == 1 ? rows : k;
     const int64_t step = g->a_cs == 1 ? g->a_rs : g->a_cs;
     for (int64_t r = 0; r < runs; r++) { /* a run: a row of the block, or a column where A is transposed */
         const char *run = (const char *)(a + r * step);
-        for (int64_t o = 0; o < along * (int64_t)sizeof(float); o += 64)
-            __builtin_prefetch(run + o, 0, 3);
+        for (int64_t o = 0; o < along * (int64_t)sizeof(float); o += 64) {
+            if (into == A_FETCH_L2)
+                __builtin_prefetch(run + o, 0, 2);
+            else
+                __builtin_prefetch(run + o, 0, 3);
+        }
     }
 }
 
@@ -370,13 +382,14 @@ static int fetches_a_far(const vx_gemm_args *g, int64_t rows, int64_t kb)
            (double)rows * (double)kb * sizeof(float) > A_FAR_L2S * (double)unit_l2_bytes();
 }
 
-static void fetch_a_rows_l2(const vx_gemm_args *g, const float *a, int64_t rows, int64_t k)
+/* The row tile FETCH_AHEAD tiles after the one at row i0 (of m1) of the k
+ * block whose row 0 is at a_k, fetched as `into` says. */
+static inline __attribute__((always_inline)) void fetch_a_ahead(const vx_gemm_args *g, const float *a_k, int64_t i0, int64_t m1, int mr, int64_t kb,
+                                 a_fetch into)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        const char *run = (const char *)(a + r * g->a_rs);
-        for (int64_t o = 0; o < k * (int64_t)sizeof(float); o += 64)
-            __builtin_prefetch(run + o, 0, 2);
-    }
+    const int64_t ahead = i0 + FETCH_AHEAD * (int64_t)mr;
+    if (into != A_FETCH_NONE && ahead < m1)
+        fetch_a_rows(g, a_k + ahead * g->a_rs, min64(mr, m1 - ahead), kb, into);
 }
 
 /* Packed path on C[m0:m1, n0:n1]: Goto-style loops jc / pc / ic / jr / ir
@@ -446,7 +459,7 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
     /* A read in place from far: its rows fetched ahead as the first column
      * panel of each row block walks them (the others re-read the block
      * from L2) */
-    const int fetch_a_far = a_in_place && fetches_a_far(g, m1 - m0, kc);
+    const a_fetch fetch_far = a_in_place && fetches_a_far(g, m1 - m0, kc) ? A_FETCH_L2 : A_FETCH_NONE;
     for (int64_t jc = n0; jc < n1; jc += nc) {
         const int64_t nb = min64(nc, n1 - jc);
         for (int64_t pc = 0; pc < g->k; pc += kc) {
@@ -466,9 +479,9 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                     const int64_t strip = min64(nb, rows_strip_cols(kb, nr));
                     for (int64_t j0 = 0; j0 < nb; j0 += strip)
                         for (int64_t ir = 0; ir < mb; ir += mr) {
-                            const int64_t mm = min64(mr, mb - ir), ahead = ic + ir + FETCH_AHEAD * mr;
-                            if (fetch_a_far && j0 == 0 && ahead < m1)
-                                fetch_a_rows_l2(g, v->a + ahead * g->a_rs + pc * g->a_cs, min64(mr, m1 - ahead), kb);
+                            const int64_t mm = min64(mr, mb - ir);
+                            if (j0 == 0)
+                                fetch_a_ahead(g, v->a + pc * g->a_cs, ic + ir, m1, mr, kb, fetch_far);
                             const float *apan = a_in_place ? ablk + ir * g->a_rs
                                                 : a_pre    ? a_pre + (ic + ir) * g->k + pc * mm
                                                            : ap + ir * kb;
@@ -520,9 +533,8 @@ static void run_packed(const job *J, const item_view *v, float *ap, float *bp, i
                                               min64(nr, n1 - jc - nb), tiles);
                     for (; ir < mb; ir += mr) {
                         const int64_t mm = min64(mr, mb - ir);
-                        const int64_t ahead = ic + ir + FETCH_AHEAD * mr;
-                        if (fetch_a_far && jr == 0 && ahead < m1)
-                            fetch_a_rows_l2(g, v->a + ahead * g->a_rs + pc * g->a_cs, min64(mr, m1 - ahead), kb);
+                        if (jr == 0)
+                            fetch_a_ahead(g, v->a + pc * g->a_cs, ic + ir, m1, mr, kb, fetch_far);
                         const float *fetch_from = NULL;
                         const int64_t fetch_rows = next_panel_share(&nf, kb, &fetch_from);
                         /* a packed panel starts mr * kb floats after the last (packed
@@ -646,8 +658,10 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
      * beyond the L2: fetched ahead (fetch_a_rows; 716847x32x32 TN with beta
      * = 1 on 2 AMD Zen 5 cores: 17 -> 5.5 ms, 20000x32x32 0.18 -> 0.12; an
      * A block within the L2, 4096x64x64, 0.090 -> 0.099: not fetched) */
-    const int fetch_a = g->a_cs != 1 && (double)(m1 - m0) * (double)kc * sizeof(float) > vx_hw()->l2_bytes / 2.0;
-    const int fetch_a_far = fetches_a_far(g, m1 - m0, kc);
+    const a_fetch fetch = g->a_cs != 1 && (double)(m1 - m0) * (double)kc * sizeof(float) > vx_hw()->l2_bytes / 2.0
+                              ? A_FETCH_L1
+                          : fetches_a_far(g, m1 - m0, kc) ? A_FETCH_L2
+                                                          : A_FETCH_NONE;
     vx_epilogue epb;
     for (int64_t pc = 0; pc < g->k; pc += kc) {
         const int64_t kb = min64(kc, g->k - pc);
@@ -684,12 +698,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
                                       min64(nr, n1 - n0), tiles);
             for (; i0 < m1; i0 += mr) {
                 const int64_t mm = min64(mr, m1 - i0);
-                if (fetch_a && i0 + FETCH_AHEAD * mr < m1)
-                    fetch_a_rows(g, apan + (i0 + FETCH_AHEAD * mr) * g->a_rs, min64(mr, m1 - i0 - FETCH_AHEAD * mr),
-                                 kb);
-                else if (fetch_a_far && i0 + FETCH_AHEAD * mr < m1)
-                    fetch_a_rows_l2(g, apan + (i0 + FETCH_AHEAD * mr) * g->a_rs,
-                                    min64(mr, m1 - i0 - FETCH_AHEAD * mr), kb);
+                fetch_a_ahead(g, apan, i0, m1, mr, kb, fetch);
                 const vx_epilogue *ep = epilogue_at(g, v, last_k, i0, j0, &epb);
                 const float *fetch_from = NULL;
                 const int64_t fetch_rows = copied ? next_panel_share(&nf, kb, &fetch_from) : 0;
@@ -845,7 +854,7 @@ static void run_streamed(const job *J, const item_view *v, float *stage, float *
     const int lined = ((uintptr_t)v->c & 63) == 0 && g->c_rs % lf == 0 && n0 % lf == 0 &&
                       (n1 - n0) % lf == 0 && sc % lf == 0;
     const int staged = whole_rows || lined;
-    const int fetch_a = fetches_a(g, kb), fetch_a_far = !fetch_a && fetches_a_far(g, m1 - m0, kb);
+    const a_fetch fetch = fetches_a(g, kb) ? A_FETCH_L1 : fetches_a_far(g, m1 - m0, kb) ? A_FETCH_L2 : A_FETCH_NONE;
     /* every panel of the cell, once: panel q at bp + q * kb * nr (packed
      * already: the same layout, from the cell's first panel; kb is all of k) */
     const float *panels = pack_b && v->b_panels ? v->b_panels + n0 / nr * kb * nr : bp;
@@ -860,11 +869,7 @@ static void run_streamed(const job *J, const item_view *v, float *stage, float *
     for (int64_t i0 = m0; i0 < m1; i0 += mr) {
         const int64_t mm = min64(mr, m1 - i0);
         const float *arow = v->a + i0 * g->a_rs;
-        const int64_t ahead = i0 + FETCH_AHEAD * (int64_t)mr;
-        if (fetch_a && ahead < m1)
-            fetch_a_rows(g, v->a + ahead * g->a_rs, min64(mr, m1 - ahead), kb);
-        else if (fetch_a_far && ahead < m1)
-            fetch_a_rows_l2(g, v->a + ahead * g->a_rs, min64(mr, m1 - ahead), kb);
+        fetch_a_ahead(g, v->a, i0, m1, mr, kb, fetch);
         for (int64_t c0 = n0; c0 < n1; c0 += sc) {
             const int64_t cw = min64(sc, n1 - c0);
             float *c = staged ? stage + turn * half : v->c + i0 * g->c_rs + c0;
