@@ -40,7 +40,7 @@ def fname(isa, v, k):
 
 
 SIG = ("(int64_t m, const float *restrict a, int64_t a_rs, const float *restrict b, int64_t b_rs, "
-       "float *restrict c, int64_t c_rs, int64_t n, float alpha, float beta)")
+       "float *restrict c, int64_t c_rs, int64_t n, float alpha, float beta, int stream)")
 
 
 class Ops:
@@ -72,7 +72,9 @@ class Ops:
             return f"_mm512_maskz_loadu_ps(mk{v}, {ptr})"
         return f"_mm256_maskload_ps({ptr}, mk{v})"
 
-    def store_c(self, v, ptr, val, masked=True):
+    def store_c(self, v, ptr, val, masked=True, stream=False):
+        if stream:
+            return f"{self.p}_stream_ps({ptr}, {val});"
         if not masked:
             return f"{self.p}_storeu_ps({ptr}, {val});"
         if self.isa == "avx512":
@@ -89,9 +91,9 @@ class Ops:
                 f"_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));")
 
 
-def group(o, k, V, r, beta_zero, ind, masked):
+def group(o, k, V, r, beta_zero, ind, masked, stream=False):
     """r rows from row i: accumulators, k FMA steps, then the stores (the
-    last vector masked where `masked`)."""
+    last vector masked where `masked`; non-temporal where `stream`)."""
     L = []
     for s in range(r):
         L.append(f"{ind}const float *a{s} = a + (i + {s}) * a_rs;")
@@ -109,7 +111,7 @@ def group(o, k, V, r, beta_zero, ind, masked):
             ptr = f"c + (i + {s}) * c_rs + {v * o.w}"
             mv = masked and v == V - 1
             val = f"c{s}_{v}" if beta_zero else o.fma("be", o.load_c(v, ptr, mv), f"c{s}_{v}")
-            L.append(f"{ind}{o.store_c(v, ptr, val, mv)}")
+            L.append(f"{ind}{o.store_c(v, ptr, val, mv, stream)}")
     return L
 
 
@@ -136,6 +138,16 @@ def kernel(isa, V, k):
         for beta_zero in (True, False):
             ind = "        "
             L.append("    if (beta == 0.0f) {" if beta_zero else "    } else {")
+            if beta_zero and (not masked or len(bodies) == 1):
+                # `stream` (the caller's promise: n == V * w, every row of C
+                # aligned to a vector): whole groups go past the caches;
+                # the last few rows (fewer than R) take the plain stores below
+                L.append("        if (stream) {")
+                L.append(f"            for (; i + {R} <= m; i += {R}) {{")
+                L += group(o, k, V, R, True, ind + "        ", False, True)
+                L.append("            }")
+                L.append("            _mm_sfence();")
+                L.append("        }")
             if not beta_zero:
                 L.append(f"        const {o.vt} be = {o.set1('beta')};")
             L.append(f"        for (; i + {R} <= m; i += {R}) {{")

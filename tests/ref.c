@@ -275,7 +275,10 @@ int vt_run(const vt_case *c, vt_result *r)
 
     vt_rng rng;
     vt_rng_seed(&rng, c->seed);
-    float *a = alloc_floats(ea), *b = alloc_floats(eb), *cc = alloc_floats(ec);
+    float *a = alloc_floats(ea), *b = alloc_floats(eb);
+    float *cc = c->c_on_line ? aligned_alloc(64, sizeof(float) * (size_t)((ec + 15) / 16 * 16)) : alloc_floats(ec);
+    if (!cc)
+        abort();
     float *a0 = alloc_floats(ea), *b0 = alloc_floats(eb), *c0 = alloc_floats(ec);
     fill_operand(a, ea, c->layout, ar, ac, lda, &rng);
     fill_operand(b, eb, c->layout, br, bc, ldb, &rng);

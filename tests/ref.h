@@ -64,6 +64,7 @@ typedef struct {
     vt_cinit cinit;
     uint64_t seed;
     const char *tag;   /* extra context for messages (ISA, forced plan, ...) */
+    int c_on_line;     /* C starts on a 64-byte line (else wherever malloc puts it) */
 } vt_case;
 
 /* A case with defaults: row-major NN, alpha 1, beta 0, no padding. */

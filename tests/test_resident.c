@@ -7,8 +7,11 @@
  *    and transpose, one and two threads: the calls the kernels take and
  *    those they cannot (transposed operands, n or k too large) both give
  *    the reference result;
+ *  - the streamed stores (C past the caches): every kernel, and dyn_gemm
+ *    forced onto the path with C on a line;
  *  - the planner offers the plan only where B fits and ranks it first for
- *    a tall, skinny shape whose A streams from memory. */
+ *    a tall, skinny shape whose A streams from memory, also where C goes
+ *    past the caches in whole vectors, and not where it would in part. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 
 #include "analyzer/plan.h"
 #include "analyzer/select.h"
+#include "cpu/gemm.h"
 #include "cpu/resident.h"
 #include "ref.h"
 #include "vt_isa.h"
@@ -24,14 +28,17 @@
 #define TMO 200.0
 
 /* One kernel call of m rows against the float64 reference. */
-static void check_kernel(vx_isa isa, int V, int k, int64_t n, int64_t m, float alpha, float beta, uint64_t seed)
+static void check_kernel(vx_isa isa, int V, int k, int64_t n, int64_t m, float alpha, float beta, uint64_t seed,
+                         int stream)
 {
     const vx_resident_set *R = vx_resident_kernels(isa);
     const vx_resident_fn fn = R->fn[V - 1][k - 1];
-    const int64_t a_rs = k + 3, b_rs = n + 5, c_rs = n + 7;
+    /* streamed: C's rows padded to whole lines and C on a line, as the
+     * kernels' promise asks */
+    const int64_t a_rs = k + 3, b_rs = n + 5, c_rs = stream ? (n + 7 + 15) / 16 * 16 : n + 7;
     float *a = malloc(sizeof(float) * (size_t)(m * a_rs));
     float *b = malloc(sizeof(float) * (size_t)(k * b_rs));
-    float *c = malloc(sizeof(float) * (size_t)(m * c_rs));
+    float *c = aligned_alloc(64, sizeof(float) * (size_t)((m * c_rs + 15) / 16 * 16));
     float *c0 = malloc(sizeof(float) * (size_t)(m * c_rs));
     double *ref = malloc(sizeof(double) * (size_t)(m * n));
     cr_assert(a && b && c && c0 && ref);
@@ -55,10 +62,10 @@ static void check_kernel(vx_isa isa, int V, int k, int64_t n, int64_t m, float a
                 s += (double)a[i * a_rs + p] * (double)b[p * b_rs + j];
             ref[i * n + j] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)c0[i * c_rs + j]);
         }
-    fn(m, a, a_rs, b, b_rs, c, c_rs, n, alpha, beta);
+    fn(m, a, a_rs, b, b_rs, c, c_rs, n, alpha, beta, stream);
     const double err = vt_rel_err(c, c_rs, 1, ref, m, n);
-    cr_assert(err <= 1e-5, "%s resident V=%d k=%d: m=%lld n=%lld alpha=%g beta=%g: rel err %g",
-              vt_isa_name(isa), V, k, (long long)m, (long long)n, alpha, beta, err);
+    cr_assert(err <= 1e-5, "%s resident V=%d k=%d: m=%lld n=%lld alpha=%g beta=%g stream=%d: rel err %g",
+              vt_isa_name(isa), V, k, (long long)m, (long long)n, alpha, beta, stream, err);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = n; j < c_rs; j++)
             cr_assert(memcmp(&c[i * c_rs + j], &c0[i * c_rs + j], sizeof(float)) == 0,
@@ -89,7 +96,28 @@ VT_ISA_TEST(resident, every_kernel_against_the_reference, TMO)
                     if (ns[ni] < 1 || ms[mi] < 1)
                         continue;
                     const int v = cases++ % 3;
-                    check_kernel(vt_isa, V, k, ns[ni], ms[mi], ab[v][0], ab[v][1], 7000u + (uint64_t)cases);
+                    check_kernel(vt_isa, V, k, ns[ni], ms[mi], ab[v][0], ab[v][1], 7000u + (uint64_t)cases, 0);
+                }
+    }
+}
+
+/* The streamed stores (beta = 0, whole vectors, rows on lines): every
+ * kernel, row counts around the group size, C over NaN, nothing past n
+ * written. */
+VT_ISA_TEST(resident, every_kernel_streamed_against_the_reference, TMO)
+{
+    const vx_resident_set *R = vx_resident_kernels(vt_isa);
+    const int w = R->vec_floats;
+    int cases = 0;
+    for (int V = 1; V <= VX_RESIDENT_V_MAX; V++) {
+        const int64_t g = R->rows[V - 1];
+        const int64_t ms[] = {1, g - 1, g, g + 1, 3 * g + 2, 67};
+        for (int k = 1; k <= R->kmax[V - 1]; k++)
+            for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+                if (ms[mi] >= 1) {
+                    check_kernel(vt_isa, V, k, V * w, ms[mi], cases % 2 ? -0.5f : 1.0f, 0.0f,
+                                 7500u + (uint64_t)cases, 1);
+                    cases++;
                 }
     }
 }
@@ -116,7 +144,7 @@ VT_ISA_TEST(resident, lookup_fits_the_registers, TMO)
  * kernels cannot take run the GEMM plan the resident one carries), shapes
  * around the group size and the 64-row split, k and n at the kernels'
  * limits and past them, padded leading dimensions. */
-static void sweep(vx_isa isa, int threads)
+static void sweep(vx_isa isa, int threads, int streamed)
 {
     const vx_resident_set *R = vx_resident_kernels(isa);
     const int w = R->vec_floats;
@@ -131,8 +159,11 @@ static void sweep(vx_isa isa, int threads)
     vx_plan_set_override(&ov);
     const int saved = vx_get_num_threads();
     vx_set_num_threads(threads);
+    if (streamed) /* every C counts as past the caches: the calls that can stream it do */
+        vx_gemm_set_stream_bytes(0);
     char tag[64];
-    snprintf(tag, sizeof tag, "forced resident, %s, %d thread(s)", vt_isa_name(isa), threads);
+    snprintf(tag, sizeof tag, "forced resident, %s, %d thread(s)%s", vt_isa_name(isa), threads,
+             streamed ? ", C streamed" : "");
     int cases = 0;
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
@@ -150,15 +181,18 @@ static void sweep(vx_isa isa, int threads)
                 c.ldc_pad = cases % 5 ? 0 : 2;
                 c.seed = 9000u + (uint64_t)cases;
                 c.tag = tag;
+                c.c_on_line = streamed;
                 vt_check(&c);
                 cases++;
             }
+    vx_gemm_set_stream_bytes(-1);
     vx_set_num_threads(saved);
     vx_plan_set_override(NULL);
 }
 
-VT_ISA_TEST(resident, forced_one_thread, TMO) { sweep(vt_isa, 1); }
-VT_ISA_TEST(resident, forced_two_threads, TMO) { sweep(vt_isa, 2); }
+VT_ISA_TEST(resident, forced_one_thread, TMO) { sweep(vt_isa, 1, 0); }
+VT_ISA_TEST(resident, forced_two_threads, TMO) { sweep(vt_isa, 2, 0); }
+VT_ISA_TEST(resident, forced_two_threads_c_streamed, TMO) { sweep(vt_isa, 2, 1); }
 
 static vx_gemm_shape plain(int64_t m, int64_t n, int64_t k)
 {
@@ -210,4 +244,14 @@ VT_ISA_TEST(resident, planner_offers_it_where_b_fits, TMO)
     cr_assert(!ranks_resident(&sh, vt_isa, &first), "%s: transposed A offered", vt_isa_name(vt_isa));
     sh = plain(1, w, 4);
     cr_assert(!ranks_resident(&sh, vt_isa, &first), "%s: one row offered", vt_isa_name(vt_isa));
+    /* A C the GEMM plans stream past the caches: first where its rows are
+     * whole vectors (the kernels stream it too), not offered where they
+     * are not (they would store it plainly) */
+    const int64_t past = vx_gemm_stream_c_min() / (int64_t)sizeof(float) / (w - 1) + 64;
+    sh = plain(past, w, R->kmax[0] < 16 ? R->kmax[0] : 16);
+    cr_assert(ranks_resident(&sh, vt_isa, &first) && first, "%s: %lldx%dx%lld, C past the caches, not first",
+              vt_isa_name(vt_isa), (long long)past, w, (long long)sh.k);
+    sh = plain(past, w - 1, R->kmax[0] < 16 ? R->kmax[0] : 16);
+    cr_assert(!ranks_resident(&sh, vt_isa, &first), "%s: %lldx%dx%lld, C past the caches in part lines, offered",
+              vt_isa_name(vt_isa), (long long)past, w - 1, (long long)sh.k);
 }

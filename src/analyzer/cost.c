@@ -248,11 +248,16 @@ double vx_cost_resident(const vx_device_desc *d, const vx_problem *p, int thread
         return INFINITY;
     const int64_t V = cdiv(p->n, d->resident_vec);
     /* A C the GEMM plans stream past the caches (levels.h, stream_c_min)
-     * is theirs: 2449029x16x16 (C 157 MB) ran 9.4 ms here with plain
-     * stores, 7.3-8.3 with C staged and streamed and A fetched ahead, and
-     * 5.9-7.1 on the streamed 30x16 register-tile plan (2 AMD Zen 5 cores,
-     * alternated in one process; NOTES.md, twenty-first session). */
-    if (c_past_caches(d, p))
+     * goes past them from these kernels too where its rows are whole
+     * vectors (gemm.c, resident_streams; C's alignment is the call's, and
+     * taken as on a line). With plain stores it was the tile plans': 2449029x16x16
+     * (C 157 MB) ran 9.4 ms here with plain stores, 7.3-8.3 with C staged
+     * and streamed and A fetched ahead, and 5.9-7.1 on the streamed 30x16
+     * register-tile plan (2 AMD Zen 5 cores, alternated in one process;
+     * NOTES.md, twenty-first session). Streamed from the kernels, 6.9-7.1
+     * against 10.0-11.5 plain and 12.3-15.4 on the streamed 10x16 tile
+     * plan (2 AMD Zen 4 cores; NOTES.md, fortieth session). */
+    if (c_past_caches(d, p) && p->n % d->resident_vec != 0)
         return INFINITY;
     /* Units take runs of resident_unit rows (the driver's split). */
     const int64_t units = cdiv(p->m, d->resident_unit > 0 ? d->resident_unit : 1);

@@ -1256,6 +1256,7 @@ static vx_status run_dot(const vx_gemm_args *g, const vx_gemm_plan *plan, int *t
 typedef struct {
     const vx_gemm_args *g;
     vx_resident_fn fn;
+    int stream; /* C written past the caches (resident_streams) */
 } resident_job;
 
 static void resident_task(void *ctx, int tid, int nthreads)
@@ -1266,7 +1267,27 @@ static void resident_task(void *ctx, int tid, int nthreads)
     split(g->m, VX_RESIDENT_ROW_UNIT, nthreads, tid, &lo, &hi);
     if (hi > lo)
         J->fn(hi - lo, g->a + lo * g->a_rs, g->a_rs, g->b, g->b_rs, g->c + lo * g->c_rs, g->c_rs, g->n, g->alpha,
-          g->beta);
+              g->beta, J->stream);
+}
+
+/* Whether the resident kernels write C past the caches: the call's C is
+ * as large as the tile plans stream (streams_c: beta = 0, C over
+ * stream_c_min), and its stores fill whole lines in order, which the
+ * kernels' streamed stores then leave to DRAM with no read first: rows of
+ * whole vectors (n = V lanes) that are whole lines on a line, or rows that
+ * follow each other (ldc = n) from a line. The threads' runs start at
+ * multiples of VX_RESIDENT_ROW_UNIT rows, on a line too. 2449029x16x16 on
+ * 2 AMD Zen 4 cores: plain stores 10.0-11.5 ms, streamed 6.9-8.1; the
+ * 10 x 16 tile plan with C staged and streamed 12.3-15.4, oneDNN 10-12
+ * (NOTES.md, fortieth session). */
+static int resident_streams(const vx_gemm_args *g, const vx_resident_set *R)
+{
+    const int64_t w = R->vec_floats, lf = 64 / (int64_t)sizeof(float);
+    if (g->beta != 0.0f || g->n % w != 0 || ((uintptr_t)g->c & 63) != 0)
+        return 0;
+    if ((double)g->m * (double)g->n * sizeof(float) < (double)vx_gemm_stream_c_min())
+        return 0;
+    return g->c_rs == g->n ? (VX_RESIDENT_ROW_UNIT * g->n) % lf == 0 : g->n % lf == 0 && g->c_rs % lf == 0;
 }
 
 /* The operands the resident kernels take: a plain call (no batch, gather
@@ -1281,7 +1302,7 @@ static vx_resident_fn resident_form(const vx_gemm_args *g, vx_isa isa)
 static vx_status run_resident(const vx_gemm_args *g, const vx_gemm_plan *plan, vx_resident_fn fn,
                               int *threads_used)
 {
-    const resident_job J = { g, fn };
+    const resident_job J = { g, fn, resident_streams(g, vx_resident_kernels(plan->isa)) };
     const int64_t units = (g->m + VX_RESIDENT_ROW_UNIT - 1) / VX_RESIDENT_ROW_UNIT;
     const int threads = plan->threads < 1 ? 1 : plan->threads < units ? plan->threads : (int)units;
     const int used = threads > 1 ? vx_pool_run(resident_task, (void *)&J, threads) : (resident_task((void *)&J, 0, 1), 1);

@@ -8,7 +8,13 @@
  * B[p][j] at b[p*b_rs + j] and C[i][j] at c[i*c_rs + j]; beta == 0 never
  * reads C. B is loaded once per call (alpha folded into it), then A's rows
  * are walked in order, groups of rows[V-1] at a time. Only the n valid
- * columns of B and C are touched. No epilogue: plain GEMM calls only. */
+ * columns of B and C are touched. No epilogue: plain GEMM calls only.
+ *
+ * stream != 0 (beta == 0 only; the caller's promise that n == V * lanes and
+ * every row of C starts on a vector boundary): C's whole groups are written
+ * with non-temporal stores, the last few rows plainly, and the call ends
+ * with an SFENCE, so its stores are ordered before whatever the thread
+ * publishes next. */
 #ifndef VX_CPU_RESIDENT_H
 #define VX_CPU_RESIDENT_H
 
@@ -17,7 +23,7 @@
 #include "cpu/ukernel.h"
 
 typedef void (*vx_resident_fn)(int64_t m, const float *a, int64_t a_rs, const float *b, int64_t b_rs, float *c,
-                               int64_t c_rs, int64_t n, float alpha, float beta);
+                               int64_t c_rs, int64_t n, float alpha, float beta, int stream);
 
 /* VX_RESIDENT_ROW_UNIT: threads split the rows in runs of this many (a
  * run of C's rows of any n then starts on a line where C is contiguous). */
