@@ -893,42 +893,56 @@ VT_ISA_TEST(cost, cells_side_by_side_pay_for_shared_lines, TMO)
     vx_candidates_free(&c);
 }
 
-/* A cell of one column tile streams C only where k is at most
- * stream_one_tile_k_max (gemm.c, streams_c): the model prices the stream
- * (A's rows fetched ahead by the streaming loop, no wait for them) only
- * there. A far A (200000 rows) and a core window of one operation a step
- * make the wait large wherever it is priced. */
-VT_ISA_TEST(cost, one_column_tile_streams_c_only_at_short_k, TMO)
+/* A C past the caches (stream_c_min) makes in-place plans walk row blocks
+ * outer (gemm.c, run_streamed): a cell of several column tiles then reads
+ * its A block once from home and re-reads it from L1, and meets no line of
+ * C twice, so it prices below the same cell walked column tile by column
+ * tile; a cell of one column tile walks the same way either way (whether
+ * it streams is stream_one_tile_k_max's; gemm.c, streams_c) and prices the
+ * same. A far A (200000 rows) and a core window of one operation a step
+ * put the first pass's wait on every plan alike. */
+VT_ISA_TEST(cost, streaming_c_walks_row_blocks_outer, TMO)
 {
     vx_device_desc d;
     vx_candidates c;
     two_unit_model(vt_isa, &d, &c);
-    cr_assert_gt(d.stream_one_tile_k_max, 0, "the CPU backend bounds k for one-tile cells");
+    cr_assert_geq(d.stream_one_tile_k_max, 0, "the CPU backend bounds k for one-tile cells");
     d.a_step_ops = 1;
     const int l1 = first_of_mode(&d, &c, VX_LOAD_COPY_B), g21 = grid_of(&c, 2, 1);
     const int n0 = d.fam[c.l0[c.l1[l1].l0].fam].n;
-    const int64_t short_k = d.stream_one_tile_k_max / 2, long_k = 2 * d.stream_one_tile_k_max;
     const struct {
-        int64_t n, k;
-        int streamed;
-    } cases[] = { { n0, short_k, 1 }, { n0, long_k, 0 }, { 2 * n0, long_k, 1 } };
+        int64_t n, k, k_max;
+    } cases[] = { { n0, 16, 32 }, { n0, 64, 32 }, { n0, 16, 0 }, { 2 * n0, 64, 32 }, { 2 * n0, 16, 0 },
+                  { 3 * n0 + 1, 8, -1 } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const vx_problem p = {.m = 200000, .n = cases[i].n, .k = cases[i].k, .b_in_place_ok = 1,
                               .a_in_place_ok = 1};
+        d.stream_one_tile_k_max = cases[i].k_max;
         vx_device_desc on = d, off = d;
         on.stream_c_min = 1;
         off.stream_c_min = 0;
         const double streamed = vx_cost_price(&on, &c, &p, l1, g21), plain = vx_cost_price(&off, &c, &p, l1, g21);
         cr_assert(streamed > 0 && plain > 0, "n %lld k %lld: not priced (%g, %g)", (long long)p.n, (long long)p.k,
                   streamed, plain);
-        if (cases[i].streamed)
-            cr_assert(streamed < plain, "n %lld (tiles %d wide) k %lld: a streamed C should price below %g, found %g",
+        if (p.n > n0)
+            cr_assert(streamed < plain,
+                      "n %lld (tiles %d wide) k %lld: the row-block walk should price below %g, found %g",
                       (long long)p.n, n0, (long long)p.k, plain, streamed);
         else
             cr_assert_float_eq(streamed, plain, 1e-9 * plain,
-                               "n %lld (one tile) k %lld: the driver does not stream, priced %g against %g",
+                               "n %lld (one tile) k %lld: one walk either way, priced %g against %g",
                                (long long)p.n, (long long)p.k, streamed, plain);
     }
+    /* ... so two column tiles cost at most twice one: A's first pass is
+     * shared and C's lines are met once (priced as met again, 132534x128x8
+     * took a 1 x 2 grid that ran 1.4-1.6x the time of the 2 x 1) */
+    d.stream_one_tile_k_max = 32;
+    d.stream_c_min = 1;
+    const vx_problem one = {.m = 200000, .n = n0, .k = 8, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_problem two = one;
+    two.n = 2 * n0;
+    const double p1 = vx_cost_price(&d, &c, &one, l1, g21), p2 = vx_cost_price(&d, &c, &two, l1, g21);
+    cr_assert(p2 <= 2.0 * p1, "k 8, streamed: two column tiles priced %g, over twice one (%g)", p2, p1);
 }
 
 /* The measured overlap of in-place streams: a plain in-place plan costs

@@ -216,6 +216,9 @@ static void distinctive(vx_tune *t, double shift)
     t->gemv_rows_ns[VX_ISA_AVX2][1] = 0.0234375 + shift / 1000;
     t->gemv_rows_ns[VX_ISA_AVX2][2] = 0.03125 + shift / 1000;
     t->fetch_next_ratio[VX_ISA_AVX512] = 1.0625 + shift / 1000;
+    t->stream_one_tile_ratio[0] = 0.859375 + shift / 1000;
+    t->stream_one_tile_ratio[1] = 1.296875;
+    t->stream_one_tile_ratio[2] = 1.171875;
     for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++)
         t->context_ratio[VX_ISA_AVX2][f] = f == 0 ? 0.6875 + shift / 1000 : 1.0 - f / 64.0;
     /* two tiles told apart (family 0's second, family 1's first), the rest
@@ -301,6 +304,10 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         cr_assert(close_rel(want->fetch_next_ratio[isa], got->fetch_next_ratio[isa]),
                   "%s: fetch_next_ratio[%d]: expected %.9g, found %.9g", what, isa, want->fetch_next_ratio[isa],
                   got->fetch_next_ratio[isa]);
+    for (int i = 0; i < VX_TUNE_STREAM_DEPTHS; i++)
+        cr_assert(close_rel(want->stream_one_tile_ratio[i], got->stream_one_tile_ratio[i]),
+                  "%s: stream_one_tile_ratio[%d]: expected %.9g, found %.9g", what, i, want->stream_one_tile_ratio[i],
+                  got->stream_one_tile_ratio[i]);
     expect_same_probes(what, "packed_probe", want->packed_probe, got->packed_probe);
     expect_same_probes(what, "inplace_probe", want->inplace_probe, got->inplace_probe);
     cr_assert_str_eq(got->created, want->created, "%s: created: expected \"%s\", found \"%s\"", what,
@@ -440,6 +447,22 @@ Test(tune, a_file_without_the_fetch_probe_has_none)
               "found %g", saved.line_share_ns, loaded.line_share_ns);
 }
 
+/* ... and the stream probe: none measured (0: the driver's built-in bound). */
+Test(tune, a_file_without_the_stream_probe_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("stream_one_tile_ratio", &saved, &loaded);
+    for (int i = 0; i < VX_TUNE_STREAM_DEPTHS; i++)
+        cr_assert_eq(loaded.stream_one_tile_ratio[i], 0.0, "stream_one_tile_ratio[%d]: expected 0, found %g", i,
+                     loaded.stream_one_tile_ratio[i]);
+    cr_assert_eq(vx_tune_stream_one_tile_k_max(&loaded), VX_GEMM_STREAM_ONE_TILE_K_MAX,
+                 "no probe: expected the built-in bound %d, found %d", VX_GEMM_STREAM_ONE_TILE_K_MAX,
+                 vx_tune_stream_one_tile_k_max(&loaded));
+    cr_assert(close_rel(loaded.fetch_next_ratio[VX_ISA_AVX512], saved.fetch_next_ratio[VX_ISA_AVX512]),
+              "fetch_next_ratio: expected %g from the file, found %g", saved.fetch_next_ratio[VX_ISA_AVX512],
+              loaded.fetch_next_ratio[VX_ISA_AVX512]);
+}
+
 /* ... and the context probe: none measured (0: the L1 rates stand). */
 Test(tune, a_file_without_the_context_probe_has_none)
 {
@@ -574,7 +597,8 @@ Test(tune, failed_save_names_the_real_reason)
                   { "context_ratio[avx2][0]", "context_ratio" },
                   { "l2_alias_ways", "l2_alias_ways" },
                   { "l3_effective_bytes", "l3_effective_bytes" },
-                  { "context_tile_ratio[avx2][0][1]", "context_tile_ratio" } };
+                  { "context_tile_ratio[avx2][0][1]", "context_tile_ratio" },
+                  { "stream_one_tile_ratio[1]", "stream_one_tile_ratio" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vx_tune bad;
         distinctive(&bad, 0);
@@ -582,7 +606,7 @@ Test(tune, failed_save_names_the_real_reason)
                             &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
                             &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512],
                             &bad.context_ratio[VX_ISA_AVX2][0], &bad.l2_alias_ways, &bad.l3_effective_bytes,
-                            &bad.context_tile[VX_ISA_AVX2][0][1] };
+                            &bad.context_tile[VX_ISA_AVX2][0][1], &bad.stream_one_tile_ratio[1] };
         *field[i] = i % 2 ? INFINITY : NAN;
         char path[600], why[512] = "";
         scratch_path(path, sizeof path, "tune.json");
@@ -743,6 +767,13 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "fetch_next_ratio given as a string", "1.0625", "\"1.0625\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "fetch_next_ratio not an object", "\"fetch_next_ratio\": {", "\"fetch_next_ratio\": [{",
                         VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "stream_one_tile_ratio 0", "0.859375", "0", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "stream_one_tile_ratio 1e300", "0.859375", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "stream_one_tile_ratio missing a depth", "1.296875,", "", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "stream_one_tile_ratio given as a string", "0.859375", "\"0.859375\"",
+                        VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "stream_one_tile_ratio not an array", "\"stream_one_tile_ratio\": [",
+                        "\"stream_one_tile_ratio\": {\"a\": [", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "context_ratio above 1", "0.6875", "1.5", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "context_ratio 0", "0.6875", "0", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "context_ratio missing a family", "0.6875,", "", VX_ERR_INVALID_ARG);
@@ -870,6 +901,39 @@ Test(tune, the_fetch_probe_decides_the_next_panel_fetches)
         cr_assert_eq(M->fetch_next, cases[i].fetch, "fetch_next_ratio %g: expected fetch_next %d, found %d",
                      cases[i].ratio, cases[i].fetch, M->fetch_next);
     }
+}
+
+/* The stream probe sets the deepest k at which the driver streams a C of
+ * one column of tiles (gemm.c, streams_c), and the model prices the same:
+ * the deepest probe depth at which streaming ran faster, 0 where it lost
+ * at every depth, the built-in bound without the probe. */
+Test(tune, the_stream_probe_bounds_one_tile_streaming)
+{
+    static const struct {
+        double r[3];
+        int k_max;
+    } cases[] = { { { 1.25, 1.5, 1.375 }, 0 },
+                  { { 0.875, 1.5, 1.375 }, 8 },
+                  { { 0.875, 0.9375, 1.125 }, 16 },
+                  { { 1.125, 1.25, 0.9375 }, 32 },
+                  { { 0, 0, 0 }, VX_GEMM_STREAM_ONE_TILE_K_MAX } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vx_tune t;
+        distinctive(&t, 0);
+        for (int q = 0; q < VX_TUNE_STREAM_DEPTHS; q++)
+            t.stream_one_tile_ratio[q] = cases[i].r[q];
+        char name[32];
+        snprintf(name, sizeof name, "stream%zu.json", i);
+        activate(&t, name, "stream_one_tile_ratio");
+        const vx_cpu_model *M = vx_cpu_model_get(VX_ISA_AVX2);
+        cr_assert_not_null(M, "no AVX2 model");
+        cr_assert_eq(vx_gemm_stream_one_tile_k_max(), cases[i].k_max, "ratios %g %g %g: the driver's bound %d, expected %d",
+                     cases[i].r[0], cases[i].r[1], cases[i].r[2], vx_gemm_stream_one_tile_k_max(), cases[i].k_max);
+        cr_assert_eq(M->desc.stream_one_tile_k_max, cases[i].k_max, "ratios %g %g %g: the model's bound %lld, expected %d",
+                     cases[i].r[0], cases[i].r[1], cases[i].r[2], (long long)M->desc.stream_one_tile_k_max,
+                     cases[i].k_max);
+    }
+    vx_gemm_set_stream_one_tile_k_max(-1);
 }
 
 /* The model takes a family's context ratio from the file (0.6875 for

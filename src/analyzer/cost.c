@@ -984,7 +984,6 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
                dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p),
                     a_again + conv_far_ns(d, p, m0, n0, x) + conv_panel_ns(d, p, m0, n0, x));
     }
-    const double c_again = c_rewalk_ns(d, p, F, b->mode, m0, kb, KB, x);
     const int a_level = level_for(d, e * (double)m_c * (double)kb);
     double a_again = x->nspb[a_level]; /* ns per byte */
     if (a_again > x->nspb[1]) /* slower than the second level */
@@ -996,20 +995,28 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * grid that reads A twice and ran 10.5 ms against 8.5 (2 AMD Zen 5
      * cores; NOTES.md, twentieth session). */
     const int c_streamed = KB == 1 && c_past_caches(d, p) && b_cell <= (double)d->stream_b_max &&
-                           !(x->cols <= 1 && d->stream_one_tile_k_max > 0 && p->k > d->stream_one_tile_k_max);
+                           !(x->cols <= 1 && d->stream_one_tile_k_max >= 0 && p->k > d->stream_one_tile_k_max);
     if (c_streamed)
         a_again = x->nspb[0];
+    /* ... and stores each row tile's C once, all its column tiles in turn:
+     * no pass meets C's lines again. Priced as rewalked, 132534x128x8 took
+     * a 1 x 2 grid of one-tile cells (priced 1.5 ms, ran 4.5-5.6) over the
+     * streamed 2 x 1 (priced 4.4, ran 3.6-3.9; 2 AMD Zen 4 cores; NOTES.md,
+     * fortieth session). */
+    const double c_again = c_streamed ? 0.0 : c_rewalk_ns(d, p, F, b->mode, m0, kb, KB, x);
     /* A tile too wide for the core's window over A's rows, from beyond the
-     * second level (levels.h, a_step_ops): its first pass waits for them.
-     * Not where C streams and A's rows are at most four lines: that loop
-     * fetches such rows ahead itself (gemm.c, fetches_a; priced so,
-     * 2449029x16x16 went to 10 x 16 tiles and ran 1.4x slower), while
-     * longer rows wait there as anywhere (1569960x16x200: 10 x 16 0.54x
-     * the time of 30 x 16). */
-    const int a_fetched = c_streamed && e * (double)kb <= 4.0 * line_bytes(d);
+     * second level (levels.h, a_step_ops): its first pass waits for them,
+     * also where C streams and the loop fetches A's rows ahead (gemm.c,
+     * fetches_a). That loop was exempt once: 2449029x16x16 went to 10 x 16
+     * and ran 1.4x the time of 30 x 16 (2 AMD Zen 5 cores); it now runs on
+     * the resident kernels. Exempt, 716847x32x32 took 30 x 16 on one thread
+     * (24-27 ms against 18.4-18.7 on 10 x 16) and 716847x100x64 19 x 16 on
+     * two (0.93-0.97x the time on 10 x 16; 2 AMD Zen 4 cores; NOTES.md,
+     * fortieth session). Longer rows waited there as anywhere
+     * (1569960x16x200: 10 x 16 0.54x the time of 30 x 16). */
     const double step_ops = (double)m0 * (double)(F->regs_per_m + 1) + (double)F->regs_per_m;
     const double a_wait =
-        x->a_far && !a_fetched && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
+        x->a_far && d->a_step_ops > 0 && step_ops > d->a_step_ops ? step_ops / d->a_step_ops : 1.0;
     const double a_stream =
         a_cell * x->a_home * a_wait +
         (a_level == 1 ? a_reread_share(d, p, m0, F, x) : 1.0) * a_cell * (double)(cols - 1) * a_again;

@@ -135,7 +135,7 @@ typedef struct {
                                   reading A once (0: the backend never streams C) */
     int64_t stream_b_max;
     int64_t stream_one_tile_k_max; /* ... and a cell of one column tile only where k is at
-                                  most this (0: no such bound) */
+                                  most this (0: never; negative: no such bound) */
     double line_share_ns;      /* a cache line stored by two units in turn: one transfer */
     double line_stream_ns;     /* one of many lines a unit writes and another then reads */
     /* In-place kernels reading A's rows from beyond the second level: a tile

@@ -137,6 +137,16 @@ typedef struct {
      * prices, B's far fetches, the few-row passes) take it; the model's
      * memory levels keep the reported L3 (cpu_levels.c says why). */
     double l3_effective_bytes;
+    /* The stream probe (cpu_tune.c; optional in the file): a column of
+     * pack-B tiles over a C twice the last-level cache, all cores, at k =
+     * VX_TUNE_STREAM_K (8, 16, 32), its time with C staged and streamed past
+     * the caches over its time with plain stores (0: not measured). The CPU
+     * driver streams the C of such cells up to the deepest of those k where
+     * the ratio is below 1 (vx_tune_stream_one_tile_k_max). On 2 AMD Zen 5
+     * cores k = 32 ran 0.89-0.94x the time streamed; on 2 AMD Zen 4 cores
+     * k = 8 0.84-0.94x, k = 16 and 32 1.2-1.5x (NOTES.md, twentieth and
+     * fortieth sessions). */
+    double stream_one_tile_ratio[3];
 
     /* Fixed costs, nanoseconds: one parallel region on the pool (hand out
      * work, join) when its workers sleep and must be woken (wake_ns) and when
@@ -208,6 +218,26 @@ static inline int vx_tune_fetches_next(const vx_tune *t, int isa)
 {
     const double r = t->fetch_next_ratio[isa];
     return !(r > 0) || r < 1.0;
+}
+
+/* The stream probe's depths (tune.h, stream_one_tile_ratio). */
+enum { VX_TUNE_STREAM_DEPTHS = 3 };
+static inline int vx_tune_stream_k(int i) { return 8 << i; }
+
+/* The deepest k at which the CPU driver streams a C of one column of tiles
+ * under tuning t (gemm.h, vx_gemm_stream_one_tile_k_max): the deepest probe
+ * depth at which streaming ran faster; 0 where it lost at every depth;
+ * VX_GEMM_STREAM_ONE_TILE_K_MAX's 32 where not measured. */
+static inline int vx_tune_stream_one_tile_k_max(const vx_tune *t)
+{
+    int deepest = 0;
+    for (int i = 0; i < VX_TUNE_STREAM_DEPTHS; i++) {
+        if (!(t->stream_one_tile_ratio[i] > 0))
+            return 32;
+        if (t->stream_one_tile_ratio[i] < 1.0)
+            deepest = vx_tune_stream_k(i);
+    }
+    return deepest;
 }
 
 /* Helpers every backend's install-time measurements share. */

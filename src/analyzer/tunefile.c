@@ -17,7 +17,8 @@
  *     "context_ratio": { "avx512": [family 0, family 1, ...], ... } (optional),
  *     "context_tile_ratio": { "avx512": [[m = 1, 2, ... of family 0; 0 = not measured], ...], ... }
  *     (optional),
- *     "l2_alias_ways": ... (optional), "l3_effective_bytes": ... (optional) }
+ *     "l2_alias_ways": ... (optional), "l3_effective_bytes": ... (optional),
+ *     "stream_one_tile_ratio": [k = 8, 16, 32] (optional: streamed over plain) }
  *
  * Loading is all or nothing: the whole file is checked into a copy, and only
  * a file that passes every check replaces the defaults. */
@@ -372,6 +373,16 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
                 L3_EFFECTIVE_MIN, L3_EFFECTIVE_MAX);
         goto out;
     }
+    /* added after version 2 files were written: optional, absent = not measured */
+    json_t *stream = json_object_get(root, "stream_one_tile_ratio");
+    int stream_ok = !stream || (json_is_array(stream) && json_array_size(stream) == VX_TUNE_STREAM_DEPTHS);
+    for (int i = 0; stream && stream_ok && i < VX_TUNE_STREAM_DEPTHS; i++)
+        stream_ok = num_at(stream, (size_t)i, 0.1, 10.0, &n.stream_one_tile_ratio[i]);
+    if (!stream_ok) {
+        s = say(VX_ERR_INVALID_ARG, why, len,
+                "%s: \"stream_one_tile_ratio\" is not [k = 8, 16, 32], each in [0.1, 10]", path);
+        goto out;
+    }
     /* added after version 2 files were written: optional; a file without
      * the pool's hand-off reading turns the run-time class off (0) */
     n.region_handoff_ns = 0;
@@ -512,6 +523,9 @@ static const char *non_finite(const vx_tune *t)
         return "l2_alias_ways";
     if (!isfinite(t->l3_effective_bytes))
         return "l3_effective_bytes";
+    for (int i = 0; i < VX_TUNE_STREAM_DEPTHS; i++)
+        if (!isfinite(t->stream_one_tile_ratio[i]))
+            return "stream_one_tile_ratio";
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         for (int r = 0; r < VX_TUNE_GEMV_ROWS; r++)
             if (!isfinite(t->gemv_rows_ns[isa][r]))
@@ -557,6 +571,10 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
             json_object_set_new(root, "l2_alias_ways", json_real(t->l2_alias_ways));
         if (t->l3_effective_bytes > 0)
             json_object_set_new(root, "l3_effective_bytes", json_integer((json_int_t)t->l3_effective_bytes));
+        if (t->stream_one_tile_ratio[0] > 0 && t->stream_one_tile_ratio[1] > 0 && t->stream_one_tile_ratio[2] > 0)
+            json_object_set_new(root, "stream_one_tile_ratio",
+                                json_pack("[f, f, f]", t->stream_one_tile_ratio[0], t->stream_one_tile_ratio[1],
+                                          t->stream_one_tile_ratio[2]));
         json_t *rows = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++)
             if (t->gemv_rows_ns[isa][0] > 0)

@@ -313,7 +313,10 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->stream_c_min = vx_gemm_stream_c_min();
     d->last_level_bytes = l3_measured;
     d->stream_b_max = vx_gemm_stream_b_max();
-    d->stream_one_tile_k_max = VX_GEMM_STREAM_ONE_TILE_K_MAX;
+    /* the driver's bound and the model's, from the tune's stream probe
+     * (tune.h, stream_one_tile_ratio) */
+    vx_gemm_set_stream_one_tile_k_max(vx_tune_stream_one_tile_k_max(tu));
+    d->stream_one_tile_k_max = vx_gemm_stream_one_tile_k_max();
     d->line_share_ns = tu->line_share_ns;
     d->line_stream_ns = tu->line_stream_ns;
     /* Measured on AMD Zen 5 (2 threads, A streamed in place once: tall,

@@ -466,6 +466,64 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
     t->fetch_next_ratio[isa] = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
 }
 
+/* The stream probe (tune.h, stream_one_tile_ratio): one column of pack-B
+ * tiles, 4 x 32 (the model's pick for 716847x32x32 on 2 AMD Zen 4 cores)
+ * or the 32-wide family's tallest below that, over a C twice the driver's
+ * last-level cache (as large as calls stream it) and all cores, at k = 8,
+ * 16 and 32, with C staged and streamed and with plain stores, in turns;
+ * the ratio of their median calls. */
+static void stream_probe(const vx_hw_info *hw, float *big, size_t big_bytes, int passes, vx_tune *t)
+{
+    const vx_isa isa = hw->has_avx512 ? VX_ISA_AVX512 : VX_ISA_AVX2;
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    int f = -1;
+    for (int i = 0; i < set->nfamilies && i < VX_TUNE_MAX_FAMILIES; i++)
+        if (set->families[i].nr == 32)
+            f = i;
+    if (f < 0)
+        return;
+    const int64_t N = 32, K_MAX = vx_tune_stream_k(VX_TUNE_STREAM_DEPTHS - 1);
+    const int mr = set->families[f].mr_max < 4 ? set->families[f].mr_max : 4;
+    const int cores = hw->physical_cores > 0 ? hw->physical_cores : 1;
+    /* twice the last level, or what big holds of A and C at the deepest k */
+    int64_t c_bytes = 2 * vx_gemm_last_level_bytes();
+    const int64_t room = (int64_t)(big_bytes / 2) - 2 * N * K_MAX * (int64_t)sizeof(float);
+    if (c_bytes > room)
+        c_bytes = room;
+    const int64_t M = c_bytes / (N * (int64_t)sizeof(float)) / mr * mr;
+    if (M < 1)
+        return;
+    const int bound = vx_gemm_stream_one_tile_k_max();
+    vx_gemm_set_stream_one_tile_k_max((int)K_MAX); /* every depth may stream */
+    enum { MOST = 16 };
+    const int samples = 2 * passes < MOST ? 2 * passes : MOST;
+    double ratio[VX_TUNE_STREAM_DEPTHS] = { 0 };
+    for (int q = 0; q < VX_TUNE_STREAM_DEPTHS; q++) {
+        const int64_t K = vx_tune_stream_k(q);
+        float *a, *b, *c;
+        if (!probe_operands(big, big_bytes, M, N, K, &a, &b, &c))
+            goto done;
+        vx_gemm_plan plan = probe_plan(isa, VX_PATH_PACK_B, f, mr, (int)N, K);
+        plan.threads_m = plan.threads = cores;
+        const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
+        double v[2][MOST];
+        int got = 0;
+        for (; got < samples; got++)
+            for (int on = 0; on < 2; on++) {
+                vx_gemm_set_stream_bytes(on ? 0 : INT64_MAX);
+                v[on][got] = call_after_one(&g, &plan);
+                if (v[on][got] < 0)
+                    goto done;
+            }
+        ratio[q] = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
+    }
+    for (int q = 0; q < VX_TUNE_STREAM_DEPTHS; q++)
+        t->stream_one_tile_ratio[q] = ratio[q];
+done:
+    vx_gemm_set_stream_bytes(-1);
+    vx_gemm_set_stream_one_tile_k_max(bound);
+}
+
 /* The context probe (tune.h, context_ratio and context_tile): every tile
  * of four rows or more that the candidates keep on its L1 rate
  * (VX_CPU_KEEP_RATE_FRAC of its family's best), through the packed driver
@@ -881,7 +939,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 15 };
+    enum { OTHER_STEPS = 16 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -1069,6 +1127,9 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (isa_runs(hw, isa))
             context_probe((vx_isa)isa, big, big_bytes, passes, t);
+
+    step(&pr, "C streamed past the caches from one column of tiles");
+    stream_probe(hw, big, big_bytes, passes, t);
 
     step(&pr, "few-row matrix-vector kernel");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)

@@ -779,6 +779,15 @@ int64_t vx_gemm_stream_c_min(void)
 
 int64_t vx_gemm_stream_b_max(void) { return vx_hw()->l2_bytes > 0 ? vx_hw()->l2_bytes / 2 : 0; }
 
+static atomic_int g_one_tile_k_max = VX_GEMM_STREAM_ONE_TILE_K_MAX;
+
+int vx_gemm_stream_one_tile_k_max(void) { return atomic_load_explicit(&g_one_tile_k_max, memory_order_relaxed); }
+
+void vx_gemm_set_stream_one_tile_k_max(int k)
+{
+    atomic_store(&g_one_tile_k_max, k < 0 ? VX_GEMM_STREAM_ONE_TILE_K_MAX : k);
+}
+
 /* The columns of C a cell of the plan's grid spans, rounded up to tiles. */
 static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
 {
@@ -793,7 +802,12 @@ static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
  * (the host's DRAM is shared), k = 32 0.89-0.94x, k = 64 1.0-1.1x, k =
  * 128 1.03-1.18x (the kernels near their peak, the stage's copy on top);
  * 2449029x16x16, 716847x32x32, 1569960x16x16: 0.6-0.8x. Hence
- * VX_GEMM_STREAM_ONE_TILE_K_MAX (gemm.h), which the model prices too. */
+ * VX_GEMM_STREAM_ONE_TILE_K_MAX (gemm.h), which the model prices too. On
+ * 2 AMD Zen 4 cores such cells ran slower streamed at every k: 716847x32x32
+ * 1.31-1.55x oneDNN's time streamed, 1.09-1.13x not; 2449029x47x16
+ * 1.31x against 0.92-0.96x. The tune measures it (tune.h,
+ * stream_one_tile_ratio), and where streaming loses the bound drops to 0
+ * (NOTES.md, fortieth session). */
 static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
 {
     if (g->beta != 0.0f || P->path == VX_PATH_PACKED || P->kc < g->k)
@@ -802,7 +816,7 @@ static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
     if (c_bytes < (double)vx_gemm_stream_c_min())
         return 0;
     const int64_t cols = cell_cols_of(g, P);
-    if (cols <= P->nr && g->k > VX_GEMM_STREAM_ONE_TILE_K_MAX)
+    if (cols <= P->nr && g->k > vx_gemm_stream_one_tile_k_max())
         return 0;
     return (double)g->k * (double)cols * sizeof(float) <= (double)vx_gemm_stream_b_max();
 }

@@ -75,8 +75,13 @@ int64_t vx_gemm_stream_c_min(void);
 int64_t vx_gemv_pass_floats(int64_t len, int64_t k);
 int64_t vx_gemm_stream_b_max(void);
 /* ... and a cell of one column tile streams C only where k is at most
- * this (gemm.c, streams_c; the analyzer prices the same rule). */
+ * vx_gemm_stream_one_tile_k_max() (gemm.c, streams_c; the analyzer prices
+ * the same rule): VX_GEMM_STREAM_ONE_TILE_K_MAX unless the tune measured
+ * otherwise (tune.h, stream_one_tile_ratio; cpu_levels.c sets it as the
+ * model is built). A negative value restores the default. */
 enum { VX_GEMM_STREAM_ONE_TILE_K_MAX = 32 };
+int vx_gemm_stream_one_tile_k_max(void);
+void vx_gemm_set_stream_one_tile_k_max(int k);
 
 /* Testing: the size of C, in bytes, from which in-place plans stream C
  * past the caches (gemm.c, streams_c); negative restores the default. */
