@@ -225,15 +225,15 @@ enum { VX_TUNE_STREAM_DEPTHS = 3 };
 static inline int vx_tune_stream_k(int i) { return 8 << i; }
 
 /* The deepest k at which the CPU driver streams a C of one column of tiles
- * under tuning t (gemm.h, vx_gemm_stream_one_tile_k_max): the deepest probe
- * depth at which streaming ran faster; 0 where it lost at every depth;
- * VX_GEMM_STREAM_ONE_TILE_K_MAX's 32 where not measured. */
+ * under tuning t (gemm.h, vx_gemm_set_stream_one_tile_k_max): the deepest
+ * probe depth at which streaming ran faster; 0 where it lost at every
+ * depth; -1 where not measured (the driver's default then stands). */
 static inline int vx_tune_stream_one_tile_k_max(const vx_tune *t)
 {
     int deepest = 0;
     for (int i = 0; i < VX_TUNE_STREAM_DEPTHS; i++) {
         if (!(t->stream_one_tile_ratio[i] > 0))
-            return 32;
+            return -1;
         if (t->stream_one_tile_ratio[i] < 1.0)
             deepest = vx_tune_stream_k(i);
     }

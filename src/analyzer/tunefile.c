@@ -571,10 +571,13 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
             json_object_set_new(root, "l2_alias_ways", json_real(t->l2_alias_ways));
         if (t->l3_effective_bytes > 0)
             json_object_set_new(root, "l3_effective_bytes", json_integer((json_int_t)t->l3_effective_bytes));
-        if (t->stream_one_tile_ratio[0] > 0 && t->stream_one_tile_ratio[1] > 0 && t->stream_one_tile_ratio[2] > 0)
-            json_object_set_new(root, "stream_one_tile_ratio",
-                                json_pack("[f, f, f]", t->stream_one_tile_ratio[0], t->stream_one_tile_ratio[1],
-                                          t->stream_one_tile_ratio[2]));
+        json_t *stream = json_array();
+        for (int i = 0; i < VX_TUNE_STREAM_DEPTHS && t->stream_one_tile_ratio[i] > 0; i++)
+            json_array_append_new(stream, json_real(t->stream_one_tile_ratio[i]));
+        if (json_array_size(stream) == VX_TUNE_STREAM_DEPTHS) /* measured at every depth */
+            json_object_set_new(root, "stream_one_tile_ratio", stream);
+        else
+            json_decref(stream);
         json_t *rows = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++)
             if (t->gemv_rows_ns[isa][0] > 0)

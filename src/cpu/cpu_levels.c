@@ -314,7 +314,7 @@ static void describe(vx_isa isa, vx_device_desc *d)
     d->last_level_bytes = l3_measured;
     d->stream_b_max = vx_gemm_stream_b_max();
     /* the driver's bound and the model's, from the tune's stream probe
-     * (tune.h, stream_one_tile_ratio) */
+     * (tune.h, stream_one_tile_ratio; not measured: the driver's default) */
     vx_gemm_set_stream_one_tile_k_max(vx_tune_stream_one_tile_k_max(tu));
     d->stream_one_tile_k_max = vx_gemm_stream_one_tile_k_max();
     d->line_share_ns = tu->line_share_ns;

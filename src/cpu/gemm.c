@@ -36,6 +36,12 @@ static inline const vx_gemm_ext *ext_of(const vx_gemm_args *g) { return g->ext ?
 /* Batch items the call runs (a plain GEMM: one). */
 static inline int64_t items_of(const vx_gemm_args *g) { return ext_of(g)->batch > 0 ? ext_of(g)->batch : 1; }
 
+/* The bytes of C the call writes, all its items. */
+static inline double c_bytes_of(const vx_gemm_args *g)
+{
+    return (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
+}
+
 typedef struct {
     const vx_gemm_args *g;
     const vx_gemm_plan *plan;
@@ -231,8 +237,7 @@ static int walks_rows(const vx_gemm_args *g, const vx_gemm_plan *P, int64_t kc)
 {
     if (kc < g->k || g->k > ROWS_WALK_K_MAX || g->k > (int64_t)ROWS_WALK_K_PER_ROW * P->mr)
         return 0;
-    const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
-    return c_bytes / (double)(P->threads > 1 ? P->threads : 1) > (double)unit_l2_bytes();
+    return c_bytes_of(g) / (double)(P->threads > 1 ? P->threads : 1) > (double)unit_l2_bytes();
 }
 
 /* walks_rows's strip: the columns whose panels of kb rows fill a quarter
@@ -788,6 +793,13 @@ void vx_gemm_set_stream_one_tile_k_max(int k)
     atomic_store(&g_one_tile_k_max, k < 0 ? VX_GEMM_STREAM_ONE_TILE_K_MAX : k);
 }
 
+/* Whether the call writes a C that goes past the caches when streamed: C
+ * written, not read (beta = 0), of at least stream_c_min bytes. */
+static int c_past_caches(const vx_gemm_args *g)
+{
+    return g->beta == 0.0f && c_bytes_of(g) >= (double)vx_gemm_stream_c_min();
+}
+
 /* The columns of C a cell of the plan's grid spans, rounded up to tiles. */
 static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
 {
@@ -810,10 +822,7 @@ static int64_t cell_cols_of(const vx_gemm_args *g, const vx_gemm_plan *P)
  * (NOTES.md, fortieth session). */
 static int streams_c(const vx_gemm_args *g, const vx_gemm_plan *P)
 {
-    if (g->beta != 0.0f || P->path == VX_PATH_PACKED || P->kc < g->k)
-        return 0;
-    const double c_bytes = (double)g->m * (double)g->n * (double)items_of(g) * sizeof(float);
-    if (c_bytes < (double)vx_gemm_stream_c_min())
+    if (P->path == VX_PATH_PACKED || P->kc < g->k || !c_past_caches(g))
         return 0;
     const int64_t cols = cell_cols_of(g, P);
     if (cols <= P->nr && g->k > vx_gemm_stream_one_tile_k_max())
@@ -1297,9 +1306,7 @@ static void resident_task(void *ctx, int tid, int nthreads)
 static int resident_streams(const vx_gemm_args *g, const vx_resident_set *R)
 {
     const int64_t w = R->vec_floats, lf = 64 / (int64_t)sizeof(float);
-    if (g->beta != 0.0f || g->n % w != 0 || ((uintptr_t)g->c & 63) != 0)
-        return 0;
-    if ((double)g->m * (double)g->n * sizeof(float) < (double)vx_gemm_stream_c_min())
+    if (!c_past_caches(g) || g->n % w != 0 || ((uintptr_t)g->c & 63) != 0)
         return 0;
     return g->c_rs == g->n ? (VX_RESIDENT_ROW_UNIT * g->n) % lf == 0 : g->n % lf == 0 && g->c_rs % lf == 0;
 }
