@@ -87,13 +87,13 @@ def fname(isa, nr, m, variant):
 
 SIG = ("(int64_t k, const float *restrict a, int64_t a_rs, int64_t a_cs, "
        "const float *restrict b, int64_t b_rs, float *restrict c, int64_t c_rs, "
-       "int64_t n, float alpha, float beta, const vx_epilogue *ep)")
+       "int64_t n, float alpha, float beta, const vx_epilogue *ep, int c_far)")
 # The segmented in-place-A variant (ukernel.h, vx_ukernel_seg_fn): k in
 # segments of seg_len steps, segment t's A at a + t * a_jump and its packed
 # B at b + t * b_jump.
 SIG_SEG = ("(int64_t k_all, const float *restrict a, int64_t a_rs, int64_t a_cs, "
            "const float *restrict b, int64_t b_rs, float *restrict c, int64_t c_rs, "
-           "int64_t n, float alpha, float beta, const vx_epilogue *ep, "
+           "int64_t n, float alpha, float beta, const vx_epilogue *ep, int c_far, "
            "int64_t seg_len, int64_t a_jump, int64_t b_jump)")
 # The packing in-place variant (ukernel.h, vx_ukernel_pk_fn): strided A and
 # B, and every B vector it loads is also stored to the packed panel bpk.
@@ -196,8 +196,9 @@ class Isa:
 def store_stage(I, m, V, full, ind):
     """C = alpha*acc + beta*C (beta == 0 never reads C), or, with an
     epilogue (the conv driver's last K block), C = act(alpha*acc [+ beta*C]
-    + bias_row[i] + bias_col[j]). Taken once per tile, so its branches cost
-    nothing next to the K loop. full: all nr columns valid, so plain loads
+    + bias_row[i] + bias_col[j]). Taken once per tile; its branches cost
+    little next to the K loop, but how GCC allocates registers around them
+    does (below). full: all nr columns valid, so plain loads
     and stores (AVX2's masked forms are microcoded and slow on some cores,
     AMD Zen's especially); otherwise masked to the n valid columns."""
     def ld(v, ptr):
@@ -206,7 +207,33 @@ def store_stage(I, m, V, full, ind):
     def st(v, ptr, val):
         return I.store(ptr, val) if full else I.mstore(v, ptr, val)
 
-    L = [f"{ind}if (ep) {{"]
+    # The plain GEMM store (no epilogue, beta == 0) is tested first, walks
+    # C's rows with one pointer, returns, and with alpha == 1 stores the
+    # accumulators as they are; alpha's vector is made inside each branch.
+    # With the epilogue's branch first and alpha's vector made before the
+    # branches, GCC spilled an accumulator and kept every row's address on
+    # the stack on all paths: a 14 x 32 tile over k = 32 (C in L1) ran at
+    # 89-90 % of the FMA peak, and at 92-93 % as here (the store stage is
+    # 1 / k of a tile's work, so short k sees it most).
+    va = f"const {I.vt} va = {I.bcast('alpha')};"
+    L = [f"{ind}if (!ep && beta == 0.0f) {{"]
+    L.append(f"{ind}    float *crow = c;")
+    L.append(f"{ind}    if (alpha == 1.0f) {{")
+    for i in range(m):
+        L.append(f"{ind}        " + " ".join(st(v, f"crow + {v * I.w}", f"c{i}_{v}") for v in range(V))
+                 + (" crow += c_rs;" if i + 1 < m else ""))
+    L.append(f"{ind}    }} else {{")
+    L.append(f"{ind}        {va}")
+    for i in range(m):
+        L.append(f"{ind}        " + " ".join(st(v, f"crow + {v * I.w}", f"{I.p}_mul_ps(c{i}_{v}, va)")
+                                            for v in range(V))
+                 + (" crow += c_rs;" if i + 1 < m else ""))
+    L.append(f"{ind}    }}")
+    L.append(f"{ind}    return;")
+    L.append(f"{ind}}}")
+    L.append(f"{ind}{{")
+    L.append(f"{ind}    {va}")
+    L.append(f"{ind}    if (ep) {{")
     L.append(f"{ind}    const {I.vt} vb = {I.bcast('beta')};")
     for v in range(V):
         L.append(f"{ind}    const {I.vt} bc{v} = ep->bias_col ? {ld(v, f'ep->bias_col + {v * I.w}')} : {I.zero()};")
@@ -219,17 +246,14 @@ def store_stage(I, m, V, full, ind):
             L.append(f"{ind}        if (ep->relu) t = {I.relu('t')};")
             L.append(f"{ind}        {st(v, ptr, 't')} }}")
         L.append(f"{ind}    }}")
-    L.append(f"{ind}}} else if (beta == 0.0f) {{")
-    for i in range(m):
-        for v in range(V):
-            L.append(f"{ind}    {st(v, f'c + {i} * c_rs + {v * I.w}', f'{I.p}_mul_ps(c{i}_{v}, va)')}")
-    L.append(f"{ind}}} else {{")
+    L.append(f"{ind}    }} else {{")
     L.append(f"{ind}    const {I.vt} vb = {I.bcast('beta')};")
     for i in range(m):
         for v in range(V):
             ptr = f"c + {i} * c_rs + {v * I.w}"
             L.append(f"{ind}    {{ const {I.vt} t = {I.p}_mul_ps({ld(v, ptr)}, vb);")
             L.append(f"{ind}      {st(v, ptr, I.fma(f'c{i}_{v}', 'va', 't'))} }}")
+    L.append(f"{ind}    }}")
     L.append(f"{ind}}}")
     return L
 
@@ -270,20 +294,32 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
     if not a_packed and m == 1:
         L.append("    (void)a_rs;")
     def prefetch_c():
-        """Warm the C tile while the K loop runs: its rows are far apart.
-        A row not starting on a line spans one line more than its vectors'
-        starts reach; that line came on demand at the store (ldc = 1537:
-        1537^3 ran 8 % slower than with ldc = 1552). So the line of each
-        row's last live element is fetched too, where rows lie a line or
-        more apart (closer rows' starts cover each other's lines; 89250x7x128
-        ran 1037-1086 us with this against 1122-1228 fetching the tile's
-        last column in every row, 716847x2x8 alike)."""
+        """Warm the C tile while the K loop runs where its lines would
+        otherwise come late: C from beyond the last-level cache (c_far, the
+        driver's word), C read back (beta != 0: the loads wait at the end),
+        or rows off lines or shorter than one. A row not starting on a line
+        spans one line more than its vectors' starts reach; that line came
+        on demand at the store (ldc = 1537: 1537^3 ran 8 % slower than with
+        ldc = 1552). So there the line of each row's last live element is
+        fetched too, where rows lie a line or more apart (closer rows'
+        starts cover each other's lines; 89250x7x128 ran 1037-1086 us with
+        this against 1122-1228 fetching the tile's last column in every
+        row, 716847x2x8 alike). A tile written, not read, whose rows are
+        whole lines in a cache is not fetched: there the prefetches, at the
+        tile's start beside A's first lines, cost more than the stores'
+        misses, which the store queue takes while the next tile runs (a 14 x
+        32 tile over k = 32, C in L1, L2 or L3: 89-90 % of the FMA peak
+        fetched, 92-93 % not; models' plans on 13752-56944 x 32 x 32-50
+        3-5 % faster; from DRAM, 132534x112x64 ran 1.23x the time
+        unfetched, hence c_far)."""
+        L.append("    if (c_far || beta != 0.0f || c_rs < 16 || (((uintptr_t)c | ((uintptr_t)c_rs << 2)) & 63)) {")
         for i in range(m):
             for v in range(0, V, max(1, 64 // (4 * I.w))):
-                L.append(f"    __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")
-        L.append("    if (c_rs >= 16 && (((uintptr_t)c | ((uintptr_t)c_rs << 2)) & 63)) {")
+                L.append(f"        __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")
+        L.append("        if (c_rs >= 16) {")
         for i in range(m):
-            L.append(f"        __builtin_prefetch(c + {i} * c_rs + n - 1, 1, 3);")
+            L.append(f"            __builtin_prefetch(c + {i} * c_rs + n - 1, 1, 3);")
+        L.append("        }")
         L.append("    }")
     if seg:
         prefetch_c()  # once, before the segments
@@ -471,7 +507,6 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         L.append("    }")
 
     # Store stage (see store_stage).
-    L.append(f"    const {I.vt} va = {I.bcast('alpha')};")
     if I.name == "avx512":
         L += store_stage(I, m, V, False, "    ")
     else:

@@ -137,6 +137,9 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
 
     vt_rng rng;
     vt_rng_seed(&rng, seed);
+    /* the kernels' c_far either way: a hint (whether C's tile is fetched
+     * on entry), so no result may depend on it */
+    const int c_far = (int)(seed % 2);
     /* logical operands, dense */
     float *la = malloc(sizeof(float) * (size_t)(m * k));
     float *lb = malloc(sizeof(float) * (size_t)(k * n));
@@ -198,7 +201,7 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
             bpk[i] = NAN;
         vt_fill_sentinel(bpk + k * nr, 16);
         (v == VARIANT_PK ? fam->pk : fam->pk_far)[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL,
-                                                         bpk);
+                                                         c_far, bpk);
         for (int64_t p = 0; p < k; p++)
             for (int64_t j = 0; j < nr; j++) {
                 const float want = j < n ? lb[p * n + j] : 0.0f;
@@ -218,13 +221,13 @@ static void run_ukernel(vx_isa isa, int f, int v, int m, int64_t n, int64_t k, f
         for (int64_t i = 0; i < (rows + 1) * FETCH_RS; i++)
             fetch[i] = (float)i;
         fam->fetch[v == VARIANT_APBP_FETCH ? VX_UK_AP_BP : VX_UK_AS_BP][m - 1](
-            k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL, fetch + 3, FETCH_RS, rows, row_bytes);
+            k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL, c_far, fetch + 3, FETCH_RS, rows, row_bytes);
         for (int64_t i = 0; i < (rows + 1) * FETCH_RS; i++)
             cr_assert(fetch[i] == (float)i, "fetched rows modified at %lld: %s", (long long)i, desc);
         free(fetch);
     } else {
         const vx_ukernel_fn *kern = v == VARIANT_BS_FAR ? fam->bs_far : fam->kern[v];
-        kern[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL);
+        kern[m - 1](k, a, a_rs, a_cs, b, b_rs, c, c_rs, n, alpha, beta, NULL, c_far);
     }
 
     cr_assert(memcmp(a, a_copy, sizeof(float) * (size_t)ea) == 0, "A modified: %s", desc);
@@ -314,8 +317,8 @@ static void in_place_b_reads_stop_at_n(vx_isa isa)
             for (int q = 0; q < 2; q++) {
                 const int m = ms[q];
                 for (int far = 0; far < 2; far++) {
-                    (far ? F->bs_far : F->kern[VX_UK_AS_BS])[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL);
-                    (far ? F->pk_far : F->pk)[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL, bpk);
+                    (far ? F->bs_far : F->kern[VX_UK_AS_BS])[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL, far);
+                    (far ? F->pk_far : F->pk)[m - 1](K, a, K, 1, b, n, c, n, n, 1.0f, 0.0f, NULL, far, bpk);
                     for (int64_t j = 0; j < n; j++) {
                         double want = 0;
                         for (int p = 0; p < K; p++)
@@ -413,7 +416,9 @@ static void run_seg_ukernel(vx_isa isa, int f, int m, int64_t n, int64_t k_all, 
         for (int64_t j = 0; j < n; j++)
             c[i * c_rs + j] = beta == 0.0f ? NAN : vt_rng_float(&rng);
     memcpy(c0, c, sizeof(float) * (size_t)ec);
-    fam->seg[m - 1](k_all, a, a_rs, 1, b, nr, c, c_rs, n, alpha, beta, NULL, seg_len, a_jump, b_jump);
+    /* c_far either way: a hint, no result may depend on it */
+    fam->seg[m - 1](k_all, a, a_rs, 1, b, nr, c, c_rs, n, alpha, beta, NULL, (int)(seed % 2), seg_len, a_jump,
+                    b_jump);
     for (int64_t pos = 0; pos < ec; pos++)
         if (!(pos / c_rs < m && pos % c_rs < n))
             cr_assert(memcmp(&c[pos], &c0[pos], sizeof(float)) == 0, "C written outside the tile at %lld: %s",

@@ -42,6 +42,7 @@ typedef struct {
     float *ws;                   /* packed filter panels, one slice per thread */
     size_t ws_panel;             /* floats per thread's packed panels (64-byte multiple) */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
+    int c_far;                   /* the kernels' c_far (ukernel.h): vx_gemm_operands_far */
     atomic_llong next;
 } job;
 
@@ -196,7 +197,7 @@ static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_
     if (nrun == 0) { /* every tap in the padding: act(bias) */
         for (int64_t i = 0; i < count; i += mr) {
             const int mm = (int)min64(mr, count - i);
-            J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + i * c_step, c_step, nn, 1.0f, 0.0f, epp);
+            J->kern[mm - 1](0, NULL, 0, 0, bp, nr, c + i * c_step, c_step, nn, 1.0f, 0.0f, epp, J->c_far);
         }
         return;
     }
@@ -217,7 +218,7 @@ static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_
         for (int64_t i = 0; i < count; i += mr) {
             const int mm = (int)min64(mr, count - i);
             J->seg[mm - 1](run_len[0] * nrun, a + i * a_step, mm > 1 ? a_step : 0, 1, b, nr, c + i * c_step, c_step,
-                           nn, 1.0f, 0.0f, epp, run_len[0], p->dilation_h * p->w * C, p->s * cg * nr);
+                           nn, 1.0f, 0.0f, epp, J->c_far, run_len[0], p->dilation_h * p->w * C, p->s * cg * nr);
         }
         return;
     }
@@ -234,7 +235,7 @@ static void stack_pixels(const job *J, int64_t g, int64_t im, int64_t oh, int64_
             for (int64_t i = 0; i < count; i += mr) {
                 const int mm = (int)min64(mr, count - i);
                 J->kern[mm - 1](kb, a + i * a_step + c0, mm > 1 ? a_step : 0, 1, b + c0 * nr, nr, c + i * c_step,
-                                c_step, nn, 1.0f, beta, e);
+                                c_step, nn, 1.0f, beta, e, J->c_far);
             }
         }
     }
@@ -408,7 +409,7 @@ static void band_tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t t
     band_plan B;
     band_plan_of(J, oh, t0, t1, tb, &B);
     if (!B.whole) /* no run covers every pixel: C zeroed first */
-        J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 0.0f, NULL);
+        J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 0.0f, NULL, J->c_far);
     const int64_t ra = B.ra, rb = B.rb, ih0 = oh * p->stride_h - p->pad_h + ra * p->dilation_h;
     for (int j = 0; j < B.n; j++) {
         const band_run *b = &B.runs[B.order[j]];
@@ -421,7 +422,7 @@ static void band_tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t t
         const vx_epilogue *e_last = B.carries && j == B.n - 1 ? epp : NULL;
         if (band_segmented(J, rb - ra, b->len)) {
             J->seg[mm - 1]((rb - ra) * b->len, a, mm > 1 ? a_step : 0, 1, bb, nr, cc, K, nn, 1.0f, beta0, e_last,
-                           b->len, a_row, b_row);
+                           J->c_far, b->len, a_row, b_row);
             continue;
         }
         for (int64_t r = 0; r < rb - ra; r++)
@@ -430,11 +431,11 @@ static void band_tile(const job *J, int64_t g, int64_t im, int64_t oh, int64_t t
                 const float beta = r == 0 && c0 == 0 ? beta0 : 1.0f;
                 const vx_epilogue *e = r == rb - ra - 1 && c0 + kb >= b->len ? e_last : NULL;
                 J->kern[mm - 1](kb, a + r * a_row + c0, mm > 1 ? a_step : 0, 1, bb + r * b_row + c0 * nr, nr, cc, K,
-                                nn, 1.0f, beta, e);
+                                nn, 1.0f, beta, e, J->c_far);
             }
     }
     if (epp && !B.carries)
-        J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 1.0f, epp);
+        J->kern[m - 1](0, NULL, 0, 0, bp, nr, c, K, nn, 1.0f, 1.0f, epp, J->c_far);
 }
 
 /* ns of the pieces of output rows [ya, yb) (one class of rows) in imgs
@@ -781,6 +782,9 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.filter = filter;
     J.filter_kcrs = filter_kcrs;
     J.packed = panels;
+    J.c_far = vx_gemm_operands_far(((double)p->n * (double)p->h * (double)p->w * (double)p->c +
+                                    (double)p->k * (double)v->k + (double)v->m * (double)p->k) *
+                                   sizeof(float));
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
     const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);
     J.l2_bytes = vx_hw()->l2_bytes > 0 ? (double)vx_hw()->l2_bytes : 1048576.0;

@@ -115,7 +115,7 @@ static double time_kernel(vx_ukernel_fn fn, int m, int nr, int64_t k, const l0_b
         const double t0 = now_ns();
         for (int64_t r = 0; r < reps; r++)
             for (int64_t q = 0; q < panels; q++)
-                fn(k, B->a + q * m * k, a_rs, a_cs, B->b, b_rs, B->c + q * m * nr, nr, nr, 1.0f, 1.0f, NULL);
+                fn(k, B->a + q * m * k, a_rs, a_cs, B->b, b_rs, B->c + q * m * nr, nr, nr, 1.0f, 1.0f, NULL, 0);
         const double dt = (now_ns() - t0) / (double)(reps * panels);
         if (dt < best)
             best = dt;
@@ -360,7 +360,7 @@ static void inplace_probe(vx_isa isa, const vx_hw_info *hw, float *big, size_t b
             for (int64_t j = 0; j < N; j += nr)
                 for (int i = 0; i < 2; i++)
                     fn(K, a + (size_t)i * m * K, K, 1, b + (hot_b ? 0 : j), N, c + (size_t)i * m * N + j, N, nr,
-                       1.0f, 0.0f, NULL);
+                       1.0f, 0.0f, NULL, 0);
             const double dt = now_ns() - t0;
             double *best = hot_b ? &hot : &cold;
             if (pass >= 0 && dt < *best)

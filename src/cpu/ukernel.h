@@ -6,6 +6,12 @@
  * for i < m, j < n, with C[i][j] at c[i*c_rs + j]. beta == 0 never reads C.
  * Only the n valid columns of C are read or written (masked edges), so no
  * caller ever pads C. A non-NULL ep fuses bias and ReLU into the store.
+ * c_far: nonzero where C's tiles come from beyond the last-level cache (the
+ * driver knows the call's footprint; the kernel does not). The kernel then
+ * fetches its C tile on entry, as it does where beta != 0 or C's rows are
+ * off lines; a tile written only, of whole lines in a cache, is not
+ * fetched (gen/gen_ukernels.py, prefetch_c). A hint: no result depends
+ * on it.
  *
  * Operand modes (the variant):
  *   A packed : A[i][p] = a[p*m + i]           (a_rs, a_cs ignored)
@@ -33,7 +39,7 @@ typedef struct {
 
 typedef void (*vx_ukernel_fn)(int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
                               const float *b, int64_t b_rs, float *c, int64_t c_rs,
-                              int64_t n, float alpha, float beta, const vx_epilogue *ep);
+                              int64_t n, float alpha, float beta, const vx_epilogue *ep, int c_far);
 
 typedef enum {
     VX_UK_AP_BP = 0,   /* packed A, packed B: the blocked (L1) path */
@@ -50,7 +56,7 @@ typedef enum {
  * (an NHWC convolution's filter rows over the input's rows). */
 typedef void (*vx_ukernel_seg_fn)(int64_t k_all, const float *a, int64_t a_rs, int64_t a_cs,
                                   const float *b, int64_t b_rs, float *c, int64_t c_rs,
-                                  int64_t n, float alpha, float beta, const vx_epilogue *ep,
+                                  int64_t n, float alpha, float beta, const vx_epilogue *ep, int c_far,
                                   int64_t seg_len, int64_t a_jump, int64_t b_jump);
 
 /* Strided A, strided B, and the B panel written packed as it is read:
@@ -62,7 +68,8 @@ typedef void (*vx_ukernel_seg_fn)(int64_t k_all, const float *a, int64_t a_rs, i
  * path ~20 % per row tile), and no separate copy pass runs. */
 typedef void (*vx_ukernel_pk_fn)(int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
                                  const float *b, int64_t b_rs, float *c, int64_t c_rs,
-                                 int64_t n, float alpha, float beta, const vx_epilogue *ep, float *bpk);
+                                 int64_t n, float alpha, float beta, const vx_epilogue *ep, int c_far,
+                                 float *bpk);
 
 /* A packed-B kernel (packed or strided A) that also fetches fetch_rows
  * rows of row_bytes bytes (at most 256), fetch_rs floats apart from fetch,
@@ -71,7 +78,7 @@ typedef void (*vx_ukernel_pk_fn)(int64_t k, const float *a, int64_t a_rs, int64_
  * run_packed). */
 typedef void (*vx_ukernel_fetch_fn)(int64_t k, const float *a, int64_t a_rs, int64_t a_cs,
                                     const float *b, int64_t b_rs, float *c, int64_t c_rs,
-                                    int64_t n, float alpha, float beta, const vx_epilogue *ep,
+                                    int64_t n, float alpha, float beta, const vx_epilogue *ep, int c_far,
                                     const float *fetch, int64_t fetch_rs, int64_t fetch_rows,
                                     int64_t row_bytes);
 
