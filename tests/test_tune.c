@@ -1112,6 +1112,13 @@ Test(tune, the_capacity_probe_sets_the_driver_last_level)
         cr_assert_eq(M->desc.stream_c_min, 2 * cases[i].want,
                      "l3_effective_bytes %g: the model streams C from %lld bytes, the driver from %lld",
                      cases[i].measured, (long long)M->desc.stream_c_min, (long long)(2 * cases[i].want));
+        /* the kernels' c_far follows it (the driver keeps the bound
+         * between calls and must drop it when the last level moves) */
+        const double level = (double)cases[i].want;
+        cr_assert(!vx_gemm_operands_far(0.9 * level) && vx_gemm_operands_far(1.1 * level),
+                  "l3_effective_bytes %g: operands of 0.9x / 1.1x the last level %lld read far %d / %d",
+                  cases[i].measured, (long long)cases[i].want, vx_gemm_operands_far(0.9 * level),
+                  vx_gemm_operands_far(1.1 * level));
         /* the memory levels do not move with it */
         const int64_t l3_level = M->desc.nmem >= 2 ? M->desc.mem[M->desc.nmem - 2].bytes : 0;
         if (levels_l3 < 0)
