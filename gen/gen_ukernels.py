@@ -295,7 +295,7 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         L.append("    (void)a_rs;")
     def prefetch_c():
         """Warm the C tile while the K loop runs where its lines would
-        otherwise come late: C from beyond the last-level cache (c_far, the
+        otherwise come late: C not in the core's caches (c_far, the
         driver's word), C read back (beta != 0: the loads wait at the end),
         or rows off lines or shorter than one. A row not starting on a line
         spans one line more than its vectors' starts reach; that line came
@@ -304,15 +304,20 @@ def kernel(isa, nr, m, variant, a_packed, b_packed, seg=False, pack_out=False, f
         fetched too, where rows lie a line or more apart (closer rows'
         starts cover each other's lines; 89250x7x128 ran 1037-1086 us with
         this against 1122-1228 fetching the tile's last column in every
-        row, 716847x2x8 alike). A tile written, not read, whose rows are
-        whole lines in a cache is not fetched: there the prefetches, at the
-        tile's start beside A's first lines, cost more than the stores'
-        misses, which the store queue takes while the next tile runs (a 14 x
-        32 tile over k = 32, C in L1, L2 or L3: 89-90 % of the FMA peak
-        fetched, 92-93 % not; models' plans on 13752-56944 x 32 x 32-50
-        3-5 % faster; from DRAM, 132534x112x64 ran 1.23x the time
-        unfetched, hence c_far)."""
-        L.append("    if (c_far || beta != 0.0f || c_rs < 16 || (((uintptr_t)c | ((uintptr_t)c_rs << 2)) & 63)) {")
+        row, 716847x2x8 alike). Not fetched: a tile written, not read, of
+        whole rows (c_rs == n) on lines, so one run of lines that the
+        hardware prefetchers follow, where C fits the last-level cache (not
+        c_far). There the prefetches, at the tile's start beside A's first
+        lines, cost more than the stores' misses, which the store queue
+        takes while the next tile runs (a 14 x 32 tile over k = 32, one
+        core, C in L1 or L2: 89-90 % of the FMA peak fetched, 92-93 % not;
+        the models' plans on 13752-132534 x 32 x 32 4-5 % faster, C of
+        1.7-17 MB). Not so elsewhere: C past the last level (716847x32x32,
+        92 MB: 7 % slower unfetched), or a tile's rows apart (NHWC
+        convolutions with 16-wide tiles over 64-256 channels, 4-14 %; a
+        1x1 convolution of 49 pixels onto 2048 channels, C in L2, 2-5 %)."""
+        L.append("    if (c_far || beta != 0.0f || c_rs < 16 || c_rs != n || "
+                 "(((uintptr_t)c | ((uintptr_t)c_rs << 2)) & 63)) {")
         for i in range(m):
             for v in range(0, V, max(1, 64 // (4 * I.w))):
                 L.append(f"        __builtin_prefetch(c + {i} * c_rs + {v * I.w}, 1, 3);")

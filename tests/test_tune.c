@@ -1115,10 +1115,10 @@ Test(tune, the_capacity_probe_sets_the_driver_last_level)
         /* the kernels' c_far follows it (the driver keeps the bound
          * between calls and must drop it when the last level moves) */
         const double level = (double)cases[i].want;
-        cr_assert(!vx_gemm_operands_far(0.9 * level) && vx_gemm_operands_far(1.1 * level),
-                  "l3_effective_bytes %g: operands of 0.9x / 1.1x the last level %lld read far %d / %d",
-                  cases[i].measured, (long long)cases[i].want, vx_gemm_operands_far(0.9 * level),
-                  vx_gemm_operands_far(1.1 * level));
+        cr_assert(!vx_gemm_c_far(0.9 * level) && vx_gemm_c_far(1.1 * level),
+                  "l3_effective_bytes %g: C of 0.9x / 1.1x the last level %lld read far %d / %d",
+                  cases[i].measured, (long long)cases[i].want, vx_gemm_c_far(0.9 * level),
+                  vx_gemm_c_far(1.1 * level));
         /* the memory levels do not move with it */
         const int64_t l3_level = M->desc.nmem >= 2 ? M->desc.mem[M->desc.nmem - 2].bytes : 0;
         if (levels_l3 < 0)

@@ -42,7 +42,7 @@ typedef struct {
     float *ws;                   /* packed filter panels, one slice per thread */
     size_t ws_panel;             /* floats per thread's packed panels (64-byte multiple) */
     int64_t panels, red;         /* column panels per group, r*s*c/groups */
-    int c_far;                   /* the kernels' c_far (ukernel.h): vx_gemm_operands_far */
+    int c_far;                   /* the kernels' c_far (ukernel.h): vx_gemm_c_far */
     atomic_llong next;
 } job;
 
@@ -782,11 +782,9 @@ vx_status vx_cpu_conv_nhwc_inplace(const vx_conv2d_params *p, const vx_conv_view
     J.filter = filter;
     J.filter_kcrs = filter_kcrs;
     J.packed = panels;
-    J.c_far = vx_gemm_operands_far(((double)p->n * (double)p->h * (double)p->w * (double)p->c +
-                                    (double)p->k * (double)v->k + (double)v->m * (double)p->k) *
-                                   sizeof(float));
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * p->groups;
     const int threads = (int)min64(plan->threads < 1 ? 1 : plan->threads, cells);
+    J.c_far = vx_gemm_c_far((double)v->m * (double)p->k * sizeof(float));
     J.l2_bytes = vx_hw()->l2_bytes > 0 ? (double)vx_hw()->l2_bytes : 1048576.0;
     /* every buffer is taken before anything is written (out of memory leaves
      * the output untouched) */

@@ -50,7 +50,7 @@ typedef struct {
     size_t ws_a, ws_b;  /* floats of A and B buffer in a slice */
     atomic_llong next_cell; /* cells are handed out in order to whichever thread is free */
     int64_t stage_cols;     /* > 0: C is streamed (streams_c) through a stage this wide */
-    int c_far;              /* the kernels' c_far (ukernel.h): see c_far_of */
+    int c_far;              /* the kernels' c_far (ukernel.h): vx_gemm_c_far */
 } job;
 
 /* One batch item's operands (a plain GEMM has the single item 0). */
@@ -745,6 +745,10 @@ enum { STAGE_FLOATS = 4096 }; /* each half: 16 KiB, a third of a 48 KiB L1 */
 static atomic_llong g_stream_min = -1;
 static atomic_int g_stream_set; /* vx_gemm_set_stream_bytes gave a size */
 static atomic_llong g_last_level; /* vx_gemm_set_last_level_bytes; 0: the hardware query's */
+/* The bytes of C from which the kernels are told it is far (vx_gemm_c_far):
+ * the last level's; -1 until first asked (read every call, as
+ * g_stream_min). */
+static atomic_llong g_c_far_min = -1;
 
 int64_t vx_gemm_last_level_bytes(void)
 {
@@ -767,25 +771,10 @@ void vx_gemm_set_stream_bytes(int64_t bytes)
     atomic_store(&g_stream_min, bytes < 0 ? default_stream_min() : bytes);
 }
 
-/* The operand bytes from which a call's C counts as far (c_far_of): the
- * last level's; -1 until first asked (read every call, as g_stream_min). */
-static atomic_llong g_far_min = -1;
-
-static int64_t far_min(void)
-{
-    int64_t t = atomic_load_explicit(&g_far_min, memory_order_relaxed);
-    if (t < 0) {
-        const int64_t last = vx_gemm_last_level_bytes();
-        t = last > 0 ? last : INT64_MAX;
-        atomic_store_explicit(&g_far_min, t, memory_order_relaxed);
-    }
-    return t;
-}
-
 void vx_gemm_set_last_level_bytes(int64_t bytes)
 {
     atomic_store(&g_last_level, bytes > 0 ? bytes : 0);
-    atomic_store(&g_far_min, -1);
+    atomic_store(&g_c_far_min, -1);
     if (!atomic_load(&g_stream_set)) /* a testing size stays */
         atomic_store(&g_stream_min, default_stream_min());
 }
@@ -812,17 +801,19 @@ void vx_gemm_set_stream_one_tile_k_max(int k)
 }
 
 /* Whether the kernels are told C's tiles come from beyond the caches
- * (ukernel.h, c_far): the call's operands, all items, more than the last
- * level holds. Where they fit, a tile written and not read is not fetched
- * on entry (13752-56944 x 32 x 32-50 3-5 % faster); where they do not, it
- * is (132534x112x64, 59 MB of C, ran 1.23x the time unfetched). */
-int vx_gemm_operands_far(double bytes) { return bytes > (double)far_min(); }
-
-static int c_far_of(const vx_gemm_args *g)
+ * (ukernel.h, c_far): C more than the last level holds. Within it, a tile
+ * of whole rows written and not read is not fetched on entry (the models'
+ * plans on 13752-132534 x 32 x 32 ran 4-5 % faster); past it, it is
+ * (716847x32x32, 92 MB of C, ran 7 % slower unfetched). */
+int vx_gemm_c_far(double c_bytes)
 {
-    const double floats = ((double)g->m * (double)g->k + (double)g->k * (double)g->n + (double)g->m * (double)g->n) *
-                          (double)items_of(g);
-    return vx_gemm_operands_far(floats * sizeof(float));
+    int64_t t = atomic_load_explicit(&g_c_far_min, memory_order_relaxed);
+    if (t < 0) {
+        const int64_t last = vx_gemm_last_level_bytes();
+        t = last > 0 ? last : INT64_MAX;
+        atomic_store_explicit(&g_c_far_min, t, memory_order_relaxed);
+    }
+    return c_bytes > (double)t;
 }
 
 /* Whether the call writes a C that goes past the caches when streamed: C
@@ -1410,7 +1401,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: direct plan needs unit-stride B rows in place");
     if (plan->path != VX_PATH_PACKED && ext_of(g)->gather_a)
         return vx_fail(VX_ERR_INTERNAL, "dyn_gemm: a gathered A needs the packed plan");
-    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0, 0, c_far_of(g) };
+    job J = { g, plan, &set->families[plan->family], NULL, 0, 0, 0, 0, vx_gemm_c_far(c_bytes_of(g)) };
     const int64_t cells = (int64_t)plan->threads_m * plan->threads_n * items_of(g);
     const int threads = plan->threads < 1 ? 1 : plan->threads < cells ? plan->threads : (int)cells;
     /* All packing memory is taken before anything is written, so running out

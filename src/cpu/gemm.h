@@ -95,9 +95,9 @@ void vx_gemm_set_stream_bytes(int64_t bytes);
 void vx_gemm_set_last_level_bytes(int64_t bytes);
 int64_t vx_gemm_last_level_bytes(void);
 
-/* Whether a call whose operands take `bytes` tells the kernels its C comes
- * from beyond the caches (ukernel.h, c_far): more than the last level. */
-int vx_gemm_operands_far(double bytes);
+/* Whether a call writing c_bytes of C tells the kernels its C comes from
+ * beyond the caches (ukernel.h, c_far): more than the last level. */
+int vx_gemm_c_far(double c_bytes);
 
 /* Whether packed plans fetch the next panel of B into L2 as their row tiles
  * run (gemm.c, next_panel_fetch): 0 never (the same arithmetic without the

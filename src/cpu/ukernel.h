@@ -6,12 +6,11 @@
  * for i < m, j < n, with C[i][j] at c[i*c_rs + j]. beta == 0 never reads C.
  * Only the n valid columns of C are read or written (masked edges), so no
  * caller ever pads C. A non-NULL ep fuses bias and ReLU into the store.
- * c_far: nonzero where C's tiles come from beyond the last-level cache (the
- * driver knows the call's footprint; the kernel does not). The kernel then
- * fetches its C tile on entry, as it does where beta != 0 or C's rows are
- * off lines; a tile written only, of whole lines in a cache, is not
- * fetched (gen/gen_ukernels.py, prefetch_c). A hint: no result depends
- * on it.
+ * c_far: nonzero where C's tiles come from beyond the caches (the driver's
+ * word, gemm.h vx_gemm_c_far: C more than the last level holds; the kernel
+ * cannot know). Only a tile of whole rows (c_rs == n) on lines, written and
+ * not read, goes without being fetched on entry, and only where c_far is 0
+ * (gen/gen_ukernels.py, prefetch_c). A hint: no result depends on it.
  *
  * Operand modes (the variant):
  *   A packed : A[i][p] = a[p*m + i]           (a_rs, a_cs ignored)
