@@ -212,9 +212,10 @@ def store_stage(I, m, V, full, ind):
     # accumulators as they are; alpha's vector is made inside each branch.
     # With the epilogue's branch first and alpha's vector made before the
     # branches, GCC spilled an accumulator and kept every row's address on
-    # the stack on all paths: a 14 x 32 tile over k = 32 (C in L1) ran at
-    # 89-90 % of the FMA peak, and at 92-93 % as here (the store stage is
-    # 1 / k of a tile's work, so short k sees it most).
+    # the stack on all paths: a 14 x 32 tile over k = 32 (C in L1, its
+    # lines not fetched: prefetch_c) ran at 90 % of the FMA peak, and at 92
+    # % as here (the store stage is 1 / k of a tile's work, so short k sees
+    # it most; with C's lines fetched, the order alone moved nothing).
     va = f"const {I.vt} va = {I.bcast('alpha')};"
     L = [f"{ind}if (!ep && beta == 0.0f) {{"]
     L.append(f"{ind}    float *crow = c;")
