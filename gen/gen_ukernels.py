@@ -217,18 +217,19 @@ def store_stage(I, m, V, full, ind):
     # % as here (the store stage is 1 / k of a tile's work, so short k sees
     # it most; with C's lines fetched, the order alone moved nothing).
     va = f"const {I.vt} va = {I.bcast('alpha')};"
+
+    def plain_rows(value):
+        """The tile's rows down one pointer, value(acc) stored."""
+        return [f"{ind}        " + " ".join(st(v, f"crow + {v * I.w}", value(f"c{i}_{v}")) for v in range(V))
+                + (" crow += c_rs;" if i + 1 < m else "") for i in range(m)]
+
     L = [f"{ind}if (!ep && beta == 0.0f) {{"]
     L.append(f"{ind}    float *crow = c;")
     L.append(f"{ind}    if (alpha == 1.0f) {{")
-    for i in range(m):
-        L.append(f"{ind}        " + " ".join(st(v, f"crow + {v * I.w}", f"c{i}_{v}") for v in range(V))
-                 + (" crow += c_rs;" if i + 1 < m else ""))
+    L += plain_rows(lambda acc: acc)
     L.append(f"{ind}    }} else {{")
     L.append(f"{ind}        {va}")
-    for i in range(m):
-        L.append(f"{ind}        " + " ".join(st(v, f"crow + {v * I.w}", f"{I.p}_mul_ps(c{i}_{v}, va)")
-                                            for v in range(V))
-                 + (" crow += c_rs;" if i + 1 < m else ""))
+    L += plain_rows(lambda acc: f"{I.p}_mul_ps({acc}, va)")
     L.append(f"{ind}    }}")
     L.append(f"{ind}    return;")
     L.append(f"{ind}}}")

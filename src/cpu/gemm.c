@@ -744,19 +744,20 @@ enum { STAGE_FLOATS = 4096 }; /* each half: 16 KiB, a third of a 48 KiB L1 */
  * pthread_once a call cost the small suite 7 %). */
 static atomic_llong g_stream_min = -1;
 static atomic_int g_stream_set; /* vx_gemm_set_stream_bytes gave a size */
-static atomic_llong g_last_level; /* vx_gemm_set_last_level_bytes; 0: the hardware query's */
-/* The bytes of C from which the kernels are told it is far (vx_gemm_c_far):
- * the last level's; -1 until first asked (read every call, as
- * g_stream_min). */
-static atomic_llong g_c_far_min = -1;
+/* vx_gemm_set_last_level_bytes's size, or the hardware query's once read;
+ * -1 until then. Every call reads it (vx_gemm_c_far), hence not vx_hw()
+ * each time. */
+static atomic_llong g_last_level = -1;
 
 int64_t vx_gemm_last_level_bytes(void)
 {
-    const int64_t set = atomic_load_explicit(&g_last_level, memory_order_relaxed);
-    if (set > 0)
-        return set;
-    const vx_hw_info *hw = vx_hw();
-    return hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+    int64_t last = atomic_load_explicit(&g_last_level, memory_order_relaxed);
+    if (last < 0) {
+        const vx_hw_info *hw = vx_hw();
+        last = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes > 0 ? hw->l2_bytes : 0;
+        atomic_store_explicit(&g_last_level, last, memory_order_relaxed);
+    }
+    return last;
 }
 
 static int64_t default_stream_min(void)
@@ -773,8 +774,7 @@ void vx_gemm_set_stream_bytes(int64_t bytes)
 
 void vx_gemm_set_last_level_bytes(int64_t bytes)
 {
-    atomic_store(&g_last_level, bytes > 0 ? bytes : 0);
-    atomic_store(&g_c_far_min, -1);
+    atomic_store(&g_last_level, bytes > 0 ? bytes : -1);
     if (!atomic_load(&g_stream_set)) /* a testing size stays */
         atomic_store(&g_stream_min, default_stream_min());
 }
@@ -807,13 +807,8 @@ void vx_gemm_set_stream_one_tile_k_max(int k)
  * (716847x32x32, 92 MB of C, ran 7 % slower unfetched). */
 int vx_gemm_c_far(double c_bytes)
 {
-    int64_t t = atomic_load_explicit(&g_c_far_min, memory_order_relaxed);
-    if (t < 0) {
-        const int64_t last = vx_gemm_last_level_bytes();
-        t = last > 0 ? last : INT64_MAX;
-        atomic_store_explicit(&g_c_far_min, t, memory_order_relaxed);
-    }
-    return c_bytes > (double)t;
+    const int64_t last = vx_gemm_last_level_bytes();
+    return last > 0 && c_bytes > (double)last;
 }
 
 /* Whether the call writes a C that goes past the caches when streamed: C
