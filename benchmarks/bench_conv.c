@@ -667,6 +667,10 @@ static void usage(FILE *f)
 "  of each library, speedup = dnnl time / vortex time (> 1: Vortex faster),\n"
 "  the relative error and oneDNN's implementation; then geomean speedup, the\n"
 "  share of cases above 1.0, min and max with their cases; a recap at the end.\n"
+"  Dynamic mode also prints a ceiling: the geomean of oneDNN's dynamic time\n"
+"  over the time the case's flops take at the FMA peak (the loop measured at\n"
+"  the start on the run's threads), as if a library ran every call at the peak\n"
+"  and paid nothing else. No direct or implicit-GEMM convolution can reach it.\n"
 "  --csv FILE        one row per case and library: suite,case,layout,mode,n,c,h,\n"
 "                    w,k,r,s,stride_h,stride_w,pad_h,pad_w,dil_h,dil_w,groups,\n"
 "                    gflop,library,time_us,gflops,speedup; speedup = this\n"
@@ -1669,8 +1673,17 @@ typedef struct {
     int layout, mode;
     int ran, skipped, cmp, faster, failed, mismatched, ref_impl, wany;
     double geo, minr, maxr;
+    double ceiling; /* dynamic: the geomean a call at the FMA peak would reach (0: none) */
     char minc[48], maxc[48];
 } gsummary;
+
+/* The FMA loop's rate on the run's threads, GFLOP/s (0: not measured), for
+ * the dynamic mode's ceiling: oneDNN's dynamic time over the time of the
+ * case's flops at this rate, as if a library ran every call at the FMA peak
+ * and paid nothing else (no call, no plan, no memory traffic, no cold
+ * cache). No direct or implicit-GEMM convolution can beat it; only
+ * algorithms that do fewer flops (Winograd, FFT) could. */
+static double g_peak_gflops;
 
 static void summarize(const cresult *res, int m, const char *suite, int layout, int mode,
                       gsummary *g)
@@ -1680,7 +1693,7 @@ static void summarize(const cresult *res, int m, const char *suite, int layout, 
     g->layout = layout;
     g->mode = mode;
     g->minr = INFINITY;
-    double logsum = 0;
+    double logsum = 0, ceil_logsum = 0;
     for (int i = 0; i < m; i++) {
         const cresult *r = &res[i];
         if (!r->ran) {
@@ -1696,6 +1709,8 @@ static void summarize(const cresult *res, int m, const char *suite, int layout, 
             continue;
         double s = r->t[L_DNNL] / r->t[L_VX];
         logsum += log(s);
+        if (mode == MODE_DYNAMIC && g_peak_gflops > 0)
+            ceil_logsum += log(r->t[L_DNNL] / (case_flops(r->c) * 1e-9 / g_peak_gflops));
         g->cmp++;
         g->faster += s > 1.0;
         if (s < g->minr) {
@@ -1708,6 +1723,7 @@ static void summarize(const cresult *res, int m, const char *suite, int layout, 
         }
     }
     g->geo = g->cmp ? exp(logsum / g->cmp) : 0;
+    g->ceiling = g->cmp && mode == MODE_DYNAMIC && g_peak_gflops > 0 ? exp(ceil_logsum / g->cmp) : 0;
 }
 
 static void print_summary(const gsummary *g)
@@ -1726,6 +1742,9 @@ static void print_summary(const gsummary *g)
                "| max %.3fx (%s)\n",
                g->geo, g->faster, g->cmp, 100.0 * g->faster / g->cmp, g->minr, g->minc, g->maxr,
                g->maxc);
+    if (g->ceiling > 0)
+        printf("   ceiling: every call at the FMA peak (%.1f GFLOP/s), nothing else paid: geomean "
+               "%.3fx\n", g_peak_gflops, g->ceiling);
     if (g->wany)
         printf("   note: [w:any] in %d of %d cases: the plain weights left oneDNN only its\n"
                "   reference kernel, so it got its own weights format (reordered once, not\n"
@@ -2135,7 +2154,17 @@ int main(int argc, char **argv)
         }
     }
 #endif
+    if ((o.modes & (1 << MODE_DYNAMIC)) && lib_on[L_DNNL] && lib_on[L_VX]) {
+        const bench_isa isa = bench_isa_supported(BENCH_ISA_AVX512) ? BENCH_ISA_AVX512 : BENCH_ISA_AVX2;
+        bench_peak pk;
+        for (int r = 0; r < 3; r++) /* best of 3 x 0.1 s: robust to a noisy neighbour */
+            if (bench_fma_peak(isa, threads, 0.1, &pk) == 0 && pk.gflops > g_peak_gflops)
+                g_peak_gflops = pk.gflops;
+    }
     print_machine(threads, &o);
+    if (g_peak_gflops > 0)
+        printf("peak:     %.1f GFLOP/s, the FMA loop on %d thread%s (dynamic mode's ceiling, "
+               "see --help)\n", g_peak_gflops, threads, threads == 1 ? "" : "s");
 #ifdef HAVE_DNNL
     if (dnnl_engine_failed)
         printf("WARNING:  cannot create the oneDNN CPU engine/stream (%s): oneDNN NOT timed, "
@@ -2281,8 +2310,8 @@ int main(int argc, char **argv)
 
     if (ngroups > 1) {
         printf("\n== recap: speedup = dnnl time / vortex time (> 1: Vortex faster) ==\n");
-        printf("%-12s %-5s %-8s %6s %9s %9s %9s %9s %9s %6s\n", "suite", "lay", "mode", "cases",
-               "geomean", "> 1.0", "min", "max", "dnnl ref", "w:any");
+        printf("%-12s %-5s %-8s %6s %9s %9s %9s %9s %9s %6s %9s\n", "suite", "lay", "mode", "cases",
+               "geomean", "> 1.0", "min", "max", "dnnl ref", "w:any", "ceiling");
         for (int k = 0; k < ngroups; k++) {
             const gsummary *g = &gs[k];
             char share[24] = "-";
@@ -2294,7 +2323,11 @@ int main(int argc, char **argv)
                 printf(" %8.3fx %9s %8.3fx %8.3fx", g->geo, share, g->minr, g->maxr);
             else
                 printf(" %9s %9s %9s %9s", "-", "-", "-", "-");
-            printf(" %9d %6d\n", g->ref_impl, g->wany);
+            printf(" %9d %6d", g->ref_impl, g->wany);
+            if (g->ceiling > 0)
+                printf(" %8.3fx\n", g->ceiling);
+            else
+                printf(" %9s\n", "-");
         }
     }
     printf("\n%d case runs in %.1f s", runs, bench_now() - t_start);
