@@ -1067,6 +1067,53 @@ VT_ISA_TEST(cost, conv_in_place_pays_its_far_rereads, TMO)
     vx_candidates_free(&c);
 }
 
+/* Where a cell re-reads its input one filter panel after another
+ * (VX_CELL_PANEL_AT_A_TIME), the re-reads are the tiles' rows read in
+ * place and stall the kernels (cost.c, conv_far_ns): the price holds them
+ * on top of the kernels' time, at the strided rate where the far level
+ * reads faster, not under it. ResNet-50's c3 3x3 stride-2 layer at batch 8
+ * on a 2 x 1 grid (every cell all of the filter's panels), the far levels
+ * made fast and the strided rate slow, the second level a quarter MiB. */
+VT_ISA_TEST(cost, conv_input_rereads_per_panel_stall_the_kernels, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    cr_assert(d.nmem >= 3, "a level beyond L2");
+    d.mem[1].bytes = 256 * 1024;
+    for (int i = 2; i < d.nmem; i++)
+        d.mem[i].bw = 1000.0; /* bytes per ns */
+    d.bw_shared = 2000.0;
+    d.bw_strided = 2.0;
+    const int g21 = grid_of(&c, 2, 1);
+    const vx_conv2d_params cp = { VX_NHWC, 8, 128, 56, 56, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, VX_ACT_NONE };
+    vx_problem p = conv_problem(&cp);
+    cr_assert(p.a_pixel_elems > 0);
+    int l1 = -1;
+    double far = 0;
+    for (int j = 0; j < c.n1 && l1 < 0; j++) {
+        if (c.l1[j].mode != VX_LOAD_COPY_B || !rows_fit_any_stride(&d, &c, j))
+            continue;
+        const int m0 = c.l0[c.l1[j].l0].m;
+        const int64_t n0 = d.fam[c.l0[c.l1[j].l0].fam].n, panels = (p.n + n0 - 1) / n0;
+        const int64_t tiles = (p.m + m0 - 1) / m0, m_c = (tiles + 1) / 2 * m0; /* the 2 x 1 grid's cell */
+        int64_t block;
+        if (vx_conv_inplace_order(4.0 * (double)(panels * n0 * p.k), 4.0 * p.a_pixel_elems, m_c, p.a_row,
+                                  p.a_row - p.a_edge, p.a_img, m0, (double)panels, (double)d.mem[1].bytes, &block,
+                                  &far) == VX_CELL_PANEL_AT_A_TIME &&
+            far > 0)
+            l1 = j;
+    }
+    cr_assert(l1 >= 0, "no in-place candidate re-reads its cell's input per panel");
+    const double with = vx_cost_price(&d, &c, &p, l1, g21);
+    p.a_pixel_elems = 0;
+    const double without = vx_cost_price(&d, &c, &p, l1, g21);
+    cr_assert(with - without >= far / d.bw_strided * 0.999,
+              "priced %g ns with the input's re-reads, %g without: %g bytes at the strided %g bytes/ns stall %g",
+              with, without, far, d.bw_strided, far / d.bw_strided);
+    vx_candidates_free(&c);
+}
+
 /* A tile of one or two rows waits for all of an in-place B's stream from
  * beyond the second level (cost.c, inplace_stall_rows): priced so whatever
  * the measured overlap; three rows, or a B within the second level, keep

@@ -781,9 +781,21 @@ static double conv_rows_time(const vx_l0_family *F, int mode, int m0, int64_t m_
  * row or block of pixels, or its input per panel) at the rate of the
  * level that holds it (the second level holds half the unit's L2,
  * levels.h, as the executor counts). The cell's pixels and panels are
- * x's. */
-static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x)
+ * x's. The filter's re-reads are a packed buffer's stream, which the
+ * prefetchers run under the kernels (returned, for the caller's overlap);
+ * the input's, one panel after another, are the tiles' rows read in place
+ * (pixels a stride of channels apart, every row its own stream): like a
+ * plain A read in place from beyond the second level, they run at the
+ * strided rate at best and stall the kernels (*stall). Overlapped, ResNet-
+ * 50's c3 3x3 stride-2 layer (128 channels) at batch 8 put 30 x 16 tiles
+ * on a 2 x 1 grid (each unit all 8 panels, its 6.4 MB of input re-read
+ * from the L3 for each) priced 8.1 ms, which ran 12.4-13.2, against 8.9
+ * for 1 x 2 (4 panels of 295 KB a unit, held in L2: no re-read); oneDNN
+ * 8.6 (2 AMD Zen 4 cores, NHWC; 0.64x at batch 13 and 32). */
+static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int m0, int n0, const grid_ctx *x,
+                          double *stall)
 {
+    *stall = 0.0;
     if (p->a_pixel_elems <= 0 || p->a_row <= 0 || d->nmem < 3)
         return 0.0;
     const double e = d->elem_bytes;
@@ -793,8 +805,13 @@ static double conv_far_ns(const vx_device_desc *d, const vx_problem *p, int m0, 
     double far;
     const int order = vx_conv_inplace_order(filter, e * p->a_pixel_elems, x->m_c, p->a_row, p->a_row - p->a_edge,
                                             image, m0, (double)x->cols, (double)d->mem[1].bytes, &block, &far);
-    const double reread = order == VX_CELL_PANEL_AT_A_TIME ? e * (double)x->m_c * p->a_pixel_elems : filter;
-    return far > 0 ? far * x->nspb[level_for(d, reread)] : 0.0;
+    if (far <= 0)
+        return 0.0;
+    if (order == VX_CELL_PANEL_AT_A_TIME) {
+        *stall = far * dmax(x->nspb[level_for(d, e * (double)x->m_c * p->a_pixel_elems)], x->strided);
+        return 0.0;
+    }
+    return far * x->nspb[level_for(d, filter)];
 }
 
 /* A cell of a convolution's in-place patches walks each of its filter
@@ -980,9 +997,10 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
          * 2 AMD Zen 4 cores; priced so, 33.3 ms predicted, 33.7 run). */
         const double a_first = e * (double)m_c * (double)p->a_seg * x->a_home;
         const double a_again = a_cell * (double)cols * x->nspb[1];
-        return copy_b + a_first +
-               dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p),
-                    a_again + conv_far_ns(d, p, m0, n0, x) + conv_panel_ns(d, p, m0, n0, x));
+        double far_stall;
+        const double far = conv_far_ns(d, p, m0, n0, x, &far_stall);
+        return copy_b + a_first + far_stall +
+               dmax(conv_rows_time(F, b->mode, m0, m_c, cols, k, KB, p), a_again + far + conv_panel_ns(d, p, m0, n0, x));
     }
     const int a_level = level_for(d, e * (double)m_c * (double)kb);
     double a_again = x->nspb[a_level]; /* ns per byte */
