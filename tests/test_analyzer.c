@@ -500,36 +500,82 @@ static int same_plan(const vx_gemm_plan *a, const vx_gemm_plan *b)
            a->conv_via_nhwc == b->conv_via_nhwc;
 }
 
-/* Two convolutions whose implicit GEMMs agree in m, n and k (49 x 512 x
- * 4608: one 7x7 output of 512 3x3 filters, from a 7x7 input at stride 1 or
- * a 14x14 one at stride 2) but not in their padded taps: each must get its
- * own plan, whichever was planned first (one cache slot once served both). */
+/* Two convolutions whose implicit GEMMs agree in m, n and k but not in
+ * their geometry must each get their own plan, whichever was planned first
+ * (one cache slot once served both). NHWC: 49 x 512 x 4608, one 7x7 output
+ * of 512 3x3 filters from a 7x7 input at stride 1 or a 14x14 one at stride
+ * 2 (their padded taps differ). NCHW: ResNet-50's stage-4 3x3 layers at
+ * batch 32, 32 items of 256 x 196 x 2304 from a 14x14 map at stride 1 or a
+ * 28x28 one at stride 2: their views differ only in the gather's runs,
+ * which the cache once shifted out of its key, and the NHWC views they may
+ * run as differ more. */
 VT_ISA_TEST(plancache, conv_views_equal_in_size_are_planned_apart, TMO)
 {
-    vx_conv2d_params p[2];
-    vx_conv_view v[2];
-    vx_gemm_plan fresh[2];
-    for (int i = 0; i < 2; i++) {
-        p[i] = (vx_conv2d_params){ .layout = VX_NHWC, .n = 1, .c = 512, .h = 7 << i, .w = 7 << i, .k = 512, .r = 3,
-                                   .s = 3, .stride_h = 1 + i, .stride_w = 1 + i, .pad_h = 1, .pad_w = 1,
-                                   .dilation_h = 1, .dilation_w = 1, .groups = 1 };
-        vx_conv_view_of(&p[i], &v[i]);
-        vx_priced_plan r;
-        cr_assert_eq(vx_conv_rank(&p[i], &v[i], vt_isa, 2, 1, &r, 1), 1);
-        fresh[i] = r.plan;
+    for (int layout = 0; layout < 2; layout++) {
+        vx_conv2d_params p[2];
+        vx_conv_view v[2];
+        vx_gemm_plan fresh[2];
+        for (int i = 0; i < 2; i++) {
+            p[i] = layout == 0 ? (vx_conv2d_params){ .layout = VX_NHWC, .n = 1, .c = 512, .h = 7 << i, .w = 7 << i,
+                                                     .k = 512, .r = 3, .s = 3, .stride_h = 1 + i, .stride_w = 1 + i,
+                                                     .pad_h = 1, .pad_w = 1, .dilation_h = 1, .dilation_w = 1,
+                                                     .groups = 1 }
+                               : (vx_conv2d_params){ .layout = VX_NCHW, .n = 32, .c = 256, .h = 14 << i, .w = 14 << i,
+                                                     .k = 256, .r = 3, .s = 3, .stride_h = 1 + i, .stride_w = 1 + i,
+                                                     .pad_h = 1, .pad_w = 1, .dilation_h = 1, .dilation_w = 1,
+                                                     .groups = 1 };
+            vx_conv_view_of(&p[i], &v[i]);
+            vx_priced_plan r;
+            cr_assert_eq(vx_conv_rank(&p[i], &v[i], vt_isa, 2, 1, &r, 1), 1);
+            fresh[i] = r.plan;
+        }
+        cr_assert(v[0].m == v[1].m && v[0].n == v[1].n && v[0].k == v[1].k && v[0].items == v[1].items,
+                  "layout %d: the views differ in size", layout);
+        cr_assert_neq(vx_shape_geometry_key(&v[0].shape), vx_shape_geometry_key(&v[1].shape),
+                      "layout %d: different geometry, one geometry key", layout);
+        for (int first = 0; first < 2; first++) {
+            vx_plan_cache_clear();
+            vx_gemm_plan got[2];
+            vx_plan_conv(&p[first], &v[first], vt_isa, 2, 1, &got[first]);
+            vx_plan_conv(&p[!first], &v[!first], vt_isa, 2, 1, &got[!first]);
+            for (int i = 0; i < 2; i++)
+                cr_assert(same_plan(&got[i], &fresh[i]),
+                          "layout %d: conv %d planned after conv %d got another plan than on its own", layout, i,
+                          first);
+        }
     }
-    cr_assert(v[0].m == v[1].m && v[0].n == v[1].n && v[0].k == v[1].k, "the views differ in size");
-    cr_assert_neq(vx_shape_geometry_key(&v[0].shape), vx_shape_geometry_key(&v[1].shape),
-                  "different padded taps, one geometry key");
-    for (int first = 0; first < 2; first++) {
-        vx_plan_cache_clear();
-        vx_gemm_plan got[2];
-        vx_plan_conv(&p[first], &v[first], vt_isa, 2, 1, &got[first]);
-        vx_plan_conv(&p[!first], &v[!first], vt_isa, 2, 1, &got[!first]);
-        for (int i = 0; i < 2; i++)
-            cr_assert(same_plan(&got[i], &fresh[i]),
-                      "conv %d planned after conv %d got another plan than on its own", i, first);
-    }
+    vx_plan_cache_clear();
+}
+
+/* The cache keeps every bit of a key: keys apart only in the top bits of
+ * items (where a convolution's geometry goes) or of a leading-dimension
+ * word do not hit each other. */
+Test(plancache, keys_apart_only_in_their_top_bits_miss)
+{
+    vx_gemm_plan p, q;
+    memset(&p, 0, sizeof p);
+    p.isa = VX_ISA_AVX2;
+    p.path = VX_PATH_PACKED;
+    p.mr = 6;
+    p.nr = 16;
+    vx_plan_cache_clear();
+    const int64_t tops[] = { 0, (int64_t)1 << 47, (int64_t)1 << 52, (int64_t)1 << 61, (int64_t)1 << 62 };
+    for (int field = 0; field < 2; field++)
+        for (int i = 0; i < 5; i++) {
+            vx_plan_key k = { 49, 512, 4608, 7, 1, 0, 0, 0 };
+            *(field == 0 ? &k.items : &k.a_ld) |= tops[i];
+            p.kc = 100 + i;
+            vx_plan_cache_put(&k, &p);
+            for (int j = 0; j < i; j++) {
+                vx_plan_key o = { 49, 512, 4608, 7, 1, 0, 0, 0 };
+                *(field == 0 ? &o.items : &o.a_ld) |= tops[j];
+                if (vx_plan_cache_get(&o, &q))
+                    cr_assert_eq(q.kc, 100 + j, "field %d: key with top bit %d served the plan of top bit %d",
+                                 field, j, i);
+            }
+            cr_assert(vx_plan_cache_get(&k, &q) && q.kc == 100 + i, "field %d, key %d: miss right after put",
+                      field, i);
+        }
     vx_plan_cache_clear();
 }
 

@@ -366,22 +366,36 @@ int vx_conv_rank(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa
     return n;
 }
 
+/* The map's geometry in one word (a hash: a plan key's word, never a
+ * result): sizes, filter, strides, padding, dilation and groups. */
+static int64_t map_key(const vx_conv2d_params *p)
+{
+    const int64_t f[] = { p->h, p->w, p->r, p->s, p->stride_h, p->stride_w, p->pad_h, p->pad_w,
+                          p->dilation_h, p->dilation_w, p->groups };
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+        h = (h ^ (uint64_t)f[i]) * 0xC2B2AE3D27D4EB4Full;
+        h ^= h >> 29;
+    }
+    return (int64_t)(h & INT64_MAX);
+}
+
 void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa isa, int max_threads, int pool_warm,
                   vx_gemm_plan *out)
 {
     const vx_conv_view v = *view;
     if (max_threads < 1)
         max_threads = 1;
-    /* The choice depends only on the view: key it by that (its sizes, and
-     * the geometry its in-place patches are priced by). */
+    /* The choice depends on the view (its sizes, and the geometry its
+     * in-place patches are priced by) and, for an NCHW call that may run
+     * as NHWC, on the NHWC view the map's geometry makes: keyed by both,
+     * each in a word of its own (the cache keeps every bit). */
     const vx_plan_key key = { v.m, v.n, v.k,
                               ((int64_t)1 << 50) | (int64_t)p->layout | ((int64_t)v.pointwise << 1) |
                                   ((int64_t)v.depthwise << 2) | ((int64_t)isa << 3) |
                                   ((int64_t)(pool_warm & 31) << 44) | ((int64_t)v.filter_packed << 49) |
                                   ((int64_t)max_threads << 6),
-                              (int64_t)(((uint64_t)v.items ^ ((uint64_t)vx_shape_geometry_key(&v.shape) << 20)) &
-                                        INT64_MAX),
-                              0, 0, 0 };
+                              v.items, vx_shape_geometry_key(&v.shape), map_key(p), 0 };
     vx_path forced = VX_PATH_AUTO;
     if (vx_plan_apply_override(&v.shape, NULL, &forced)) {
         /* Testing: the best GEMM plan with the override applied, or the

@@ -11,7 +11,7 @@
 #include <string.h>
 
 enum { SLOTS = 2048 };
-enum { KEY_WORDS = 6, PLAN_WORDS = (sizeof(vx_gemm_plan) + 7) / 8 };
+enum { KEY_WORDS = 7, PLAN_WORDS = (sizeof(vx_gemm_plan) + 7) / 8 };
 
 typedef struct {
     _Atomic uint64_t seq; /* odd while being written */
@@ -37,14 +37,22 @@ static inline uint64_t ld_word(const vx_plan_key *k)
     return (h ^ (h >> 32)) | ((uint64_t)1 << 63);
 }
 
+/* Every bit of the key is kept: items carries a convolution's geometry
+ * (plan.c, vx_shape_geometry_key), all 63 bits of it. Shifted up 16 bits
+ * to make room for the generation, its top bits were lost, and two NCHW
+ * convolutions of one GEMM view (ResNet-50's 3x3 layers of a stage,
+ * stride 1 and 2) shared a plan: the second ran the first's, 1.2x the
+ * time of its own (NOTES.md, forty-second session). The generation has a
+ * word of its own. */
 static void pack_key(const vx_plan_key *k, uint64_t w[KEY_WORDS])
 {
     w[0] = (uint64_t)k->m;
     w[1] = (uint64_t)k->n;
     w[2] = (uint64_t)k->k;
     w[3] = (uint64_t)k->flags;
-    w[4] = ((uint64_t)k->items << 16) ^ atomic_load_explicit(&g_generation, memory_order_relaxed);
+    w[4] = (uint64_t)k->items;
     w[5] = ld_word(k);
+    w[6] = atomic_load_explicit(&g_generation, memory_order_relaxed);
 }
 
 static slot *slot_of(const uint64_t w[KEY_WORDS])
