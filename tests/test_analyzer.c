@@ -455,15 +455,22 @@ VT_ISA_TEST(search, dot_plans_only_for_transposed_b, TMO)
 /* Plan cache                                                          */
 /* ------------------------------------------------------------------ */
 
-Test(plancache, hit_returns_what_was_put_and_clear_forgets)
+/* A plan to store: zero but for these fields. */
+static vx_gemm_plan cache_plan(vx_path path, int family, int mr, int nr)
 {
-    vx_gemm_plan p, q;
+    vx_gemm_plan p;
     memset(&p, 0, sizeof p);
     p.isa = VX_ISA_AVX2;
-    p.path = VX_PATH_PACK_B;
-    p.family = 1;
-    p.mr = 5;
-    p.nr = 16;
+    p.path = path;
+    p.family = family;
+    p.mr = mr;
+    p.nr = nr;
+    return p;
+}
+
+Test(plancache, hit_returns_what_was_put_and_clear_forgets)
+{
+    vx_gemm_plan p = cache_plan(VX_PATH_PACK_B, 1, 5, 16), q;
     p.kc = 264;
     p.threads_m = 2;
     p.threads_n = 1;
@@ -552,12 +559,7 @@ VT_ISA_TEST(plancache, conv_views_equal_in_size_are_planned_apart, TMO)
  * word do not hit each other. */
 Test(plancache, keys_apart_only_in_their_top_bits_miss)
 {
-    vx_gemm_plan p, q;
-    memset(&p, 0, sizeof p);
-    p.isa = VX_ISA_AVX2;
-    p.path = VX_PATH_PACKED;
-    p.mr = 6;
-    p.nr = 16;
+    vx_gemm_plan p = cache_plan(VX_PATH_PACKED, 0, 6, 16), q;
     vx_plan_cache_clear();
     const int64_t tops[] = { 0, (int64_t)1 << 47, (int64_t)1 << 52, (int64_t)1 << 61, (int64_t)1 << 62 };
     for (int field = 0; field < 2; field++)
