@@ -995,6 +995,54 @@ Test(tune, the_context_probe_sets_the_tiles_context)
     }
 }
 
+/* Tiles of fewer than three vectors a row (a broadcast for every one or
+ * two FMAs) are put at most 0.97 of the wide tiles' median context ratio
+ * (cpu_levels.c, narrow_tiles_capped), which a probe reading them all
+ * alike does not show; a narrow tile measured further behind keeps its
+ * own ratio. Every tile of the active ISA measured, all alike (1.0), then
+ * the narrow ones at 0.9. */
+Test(tune, narrow_tiles_sit_below_the_wide_ones_in_context)
+{
+    const vx_isa isa = (vx_isa)vx_active_isa();
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    for (int behind = 0; behind < 2; behind++) {
+        vx_tune t = *vx_tune_active();
+        int narrow = 0, wide = 0;
+        for (int f = 0; f < set->nfamilies && f < VX_TUNE_MAX_FAMILIES; f++) {
+            const int is_narrow = set->families[f].nr < 3 * set->vec_floats;
+            narrow += is_narrow;
+            wide += !is_narrow;
+            t.context_ratio[isa][f] = 1.0;
+            for (int m = 0; m < set->families[f].mr_max && m < VX_TUNE_MAX_MR; m++)
+                t.context_tile[isa][f][m] = is_narrow && behind ? 0.9 : 1.0;
+        }
+        cr_assert(narrow > 0 && wide > 0, "expected narrow and wide families, found %d and %d", narrow, wide);
+        activate(&t, behind ? "narrow1.json" : "narrow0.json", "context_tile_ratio");
+        const vx_cpu_model *M = vx_cpu_model_get(isa);
+        cr_assert_not_null(M, "no model");
+        const vx_device_desc *d = &M->desc;
+        double wide_ratio = 0;
+        for (int f = 0; f < d->nfamilies; f++)
+            if (d->fam[f].n >= 3 * set->vec_floats)
+                for (int m = 1; m <= d->fam[f].m_max && m <= VX_TUNE_MAX_MR; m++) {
+                    if (wide_ratio == 0)
+                        wide_ratio = d->fam[f].context_m[m - 1];
+                    cr_assert(close_rel(d->fam[f].context_m[m - 1], wide_ratio),
+                              "%d x %d: wide tiles measured alike, expected %g, found %g", m, d->fam[f].n, wide_ratio,
+                              d->fam[f].context_m[m - 1]);
+                }
+        cr_assert(wide_ratio > 0, "no wide tile's context ratio");
+        const double want = behind ? 0.9 : 0.97;
+        for (int f = 0; f < d->nfamilies; f++)
+            if (d->fam[f].n < 3 * set->vec_floats)
+                for (int m = 1; m <= d->fam[f].m_max && m <= VX_TUNE_MAX_MR; m++)
+                    cr_assert(close_rel(d->fam[f].context_m[m - 1] / wide_ratio, want),
+                              "%d x %d, measured %s the wide tiles: expected %g of their ratio, found %g", m,
+                              d->fam[f].n, behind ? "0.9 of" : "alike with", want,
+                              d->fam[f].context_m[m - 1] / wide_ratio);
+    }
+}
+
 /* Tiles' ratios above 1 (on the families' level) lower a plan's price
  * under the floors worked out at the L1 rates: the search's floors allow
  * for them, and branch and bound keeps finding the exhaustive ranking's
