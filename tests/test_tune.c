@@ -996,12 +996,13 @@ Test(tune, the_context_probe_sets_the_tiles_context)
 }
 
 /* Tiles of fewer than three vectors a row (a broadcast for every one or
- * two FMAs) are put at most 0.97 of the wide tiles' median context ratio
- * (cpu_levels.c, narrow_tiles_capped), which a probe reading them all
- * alike does not show; a narrow tile measured further behind keeps its
- * own ratio. Every tile of the active ISA measured, all alike (1.0), then
- * the narrow ones at 0.9. */
-Test(tune, narrow_tiles_sit_below_the_wide_ones_in_context)
+ * two FMAs) are held, over n of 768 or more, at most 0.97 of the wide
+ * tiles' median context ratio (cpu_levels.c, narrow_tiles_capped), which a
+ * probe reading them all alike does not show; over fewer columns, and
+ * where the probe measured them further behind, their own ratio stands.
+ * Every tile of the active ISA measured, all alike (1.0), then the narrow
+ * ones at 0.9; the scales the search takes (levels.h, vx_l0_scale_of). */
+Test(tune, narrow_tiles_sit_below_the_wide_ones_over_wide_b)
 {
     const vx_isa isa = (vx_isa)vx_active_isa();
     const vx_ukernel_set *set = vx_ukernels(isa);
@@ -1021,25 +1022,32 @@ Test(tune, narrow_tiles_sit_below_the_wide_ones_in_context)
         const vx_cpu_model *M = vx_cpu_model_get(isa);
         cr_assert_not_null(M, "no model");
         const vx_device_desc *d = &M->desc;
-        double wide_ratio = 0;
+        double wide_scale = 0;
         for (int f = 0; f < d->nfamilies; f++)
             if (d->fam[f].n >= 3 * set->vec_floats)
                 for (int m = 1; m <= d->fam[f].m_max && m <= VX_TUNE_MAX_MR; m++) {
-                    if (wide_ratio == 0)
-                        wide_ratio = d->fam[f].context_m[m - 1];
-                    cr_assert(close_rel(d->fam[f].context_m[m - 1], wide_ratio),
-                              "%d x %d: wide tiles measured alike, expected %g, found %g", m, d->fam[f].n, wide_ratio,
-                              d->fam[f].context_m[m - 1]);
+                    const vx_l0_scale X = vx_l0_scale_of(&d->fam[f], m);
+                    if (wide_scale == 0)
+                        wide_scale = X.tile;
+                    cr_assert(close_rel(X.tile, wide_scale) && X.wide_min_n == INT64_MAX,
+                              "%d x %d: wide tiles measured alike, expected scale %g and no cap, found %g from n = %lld",
+                              m, d->fam[f].n, wide_scale, X.tile, (long long)X.wide_min_n);
                 }
-        cr_assert(wide_ratio > 0, "no wide tile's context ratio");
-        const double want = behind ? 0.9 : 0.97;
+        cr_assert(wide_scale > 0, "no wide tile's context scale");
         for (int f = 0; f < d->nfamilies; f++)
             if (d->fam[f].n < 3 * set->vec_floats)
-                for (int m = 1; m <= d->fam[f].m_max && m <= VX_TUNE_MAX_MR; m++)
-                    cr_assert(close_rel(d->fam[f].context_m[m - 1] / wide_ratio, want),
-                              "%d x %d, measured %s the wide tiles: expected %g of their ratio, found %g", m,
-                              d->fam[f].n, behind ? "0.9 of" : "alike with", want,
-                              d->fam[f].context_m[m - 1] / wide_ratio);
+                for (int m = 1; m <= d->fam[f].m_max && m <= VX_TUNE_MAX_MR; m++) {
+                    const vx_l0_scale X = vx_l0_scale_of(&d->fam[f], m);
+                    const double own = behind ? 1.0 / 0.9 : 1.0, over_wide_b = behind ? 1.0 / 0.9 : 1.0 / 0.97;
+                    cr_assert(close_rel(X.tile / wide_scale, own),
+                              "%d x %d, measured %s the wide tiles, few columns: expected %g of their scale, found %g",
+                              m, d->fam[f].n, behind ? "0.9 of" : "alike with", own, X.tile / wide_scale);
+                    cr_assert(close_rel(X.tile_wide / wide_scale, over_wide_b),
+                              "%d x %d, measured %s the wide tiles, wide B: expected %g of their scale, found %g", m,
+                              d->fam[f].n, behind ? "0.9 of" : "alike with", over_wide_b, X.tile_wide / wide_scale);
+                    cr_assert(behind || X.wide_min_n == 768, "%d x %d: capped from n = %lld, expected 768", m,
+                              d->fam[f].n, (long long)X.wide_min_n);
+                }
     }
 }
 

@@ -644,14 +644,16 @@ static inline int plain_operands(const vx_problem *p)
  * 10 x 32, 6.0 ms, to 5 x 64, 9.8 ms (thirty-third session).
  * From a long enough k on, the tile's own ratio where B is packed
  * as in the probe (levels.h, context_m; on the families' level, it may
- * exceed 1), else the family's. Over an in-place B the tiles' order is
+ * exceed 1), held under the family's cap where n reaches its bound
+ * (context_cap: narrow tiles over wide B, cpu_levels.c), else the
+ * family's. Over an in-place B the tiles' order is
  * another (BERT's 13-16-row layers in place: 9 x 48 ran 0.95-1.16x the
  * time of 8 x 48, which the tiles' ratios put 3 % behind; NOTES.md,
  * thirty-seventh session). context_scales: every load mode at once (the
  * search's set-up, tile by tile). */
-static inline void scales_of(const vx_l0_scale *X, int64_t k, int plain, double out[VX_LOAD_MODES])
+static inline void scales_of(const vx_l0_scale *X, int64_t k, int64_t n, int plain, double out[VX_LOAD_MODES])
 {
-    const double tile = k >= X->tile_min_k ? X->tile : X->family;
+    const double tile = k < X->tile_min_k ? X->family : n >= X->wide_min_n ? X->tile_wide : X->tile;
     for (int mode = 0; mode < VX_LOAD_MODES; mode++)
         out[mode] = !plain && mode != VX_LOAD_COPY_AB ? 1.0 : mode != VX_LOAD_NONE ? tile : X->family;
 }
@@ -659,7 +661,7 @@ static inline void scales_of(const vx_l0_scale *X, int64_t k, int plain, double 
 static inline void context_scales(const vx_l0_family *F, int m0, const vx_problem *p, double out[VX_LOAD_MODES])
 {
     const vx_l0_scale X = vx_l0_scale_of(F, m0);
-    scales_of(&X, p->k, plain_operands(p), out);
+    scales_of(&X, p->k, p->n, plain_operands(p), out);
 }
 
 static inline double context_scale(const vx_l0_family *F, int m0, const vx_problem *p, int mode)
@@ -1536,7 +1538,7 @@ int vx_cost_search(const vx_device_desc *d, const vx_candidates *c, const vx_pro
          * (its least over the modes where they do not tell them apart;
          * context_scales from the candidates' copy) */
         double *scale = T->scale, least = 1.0;
-        scales_of(&c->l0_scale[i], p->k, plain_ops, scale);
+        scales_of(&c->l0_scale[i], p->k, p->n, plain_ops, scale);
         for (int mode = 0; mode < VX_LOAD_MODES; mode++)
             least = scale[mode] < least ? scale[mode] : least;
         T->row_k = least * (k_least * c->l0_floor[i].p_per_row + c->l0_floor[i].o / (double)T->m0);

@@ -51,6 +51,9 @@ typedef struct {
                                         B packed and k of at least context_min_k; on the
                                         families' level, so it may exceed 1 */
     int64_t context_min_k; /* 0: context_m never applies */
+    double context_cap;    /* (0, 1]: the most context_m may be where the problem's n is at least
+                              context_cap_min_n (0: no such bound) */
+    int64_t context_cap_min_n;
 } vx_l0_family;
 
 /* 1 / r for a context ratio r (vx_l0_family); 1 where none was measured. */
@@ -192,19 +195,22 @@ typedef struct {
 } vx_l0_floor;
 
 /* What an L0 tile's kernel times are multiplied by in the GEMM driver's
- * context (vx_l0_family, context and context_m; cost.c, context_scales),
- * worked out once: the family's scale, and the tile's own from k =
- * tile_min_k on (INT64_MAX: never; the family's stands). */
+ * context (vx_l0_family, context, context_m and context_cap; cost.c,
+ * context_scales), worked out once: the family's scale, and the tile's own
+ * from k = tile_min_k on (INT64_MAX: never; the family's stands), under
+ * the family's cap (tile_wide) from n = wide_min_n on. */
 typedef struct {
-    double family, tile;
-    int64_t tile_min_k;
+    double family, tile, tile_wide;
+    int64_t tile_min_k, wide_min_n;
 } vx_l0_scale;
 
 static inline vx_l0_scale vx_l0_scale_of(const vx_l0_family *F, int m)
 {
-    const int own = F->context_min_k > 0 && F->context_m[m - 1] > 0;
-    return (vx_l0_scale){ vx_context_scale(F->context), own ? vx_context_scale(F->context_m[m - 1]) : 1.0,
-                          own ? F->context_min_k : INT64_MAX };
+    const double r = F->context_m[m - 1];
+    const int own = F->context_min_k > 0 && r > 0, capped = own && F->context_cap > 0 && r > F->context_cap;
+    return (vx_l0_scale){ vx_context_scale(F->context), own ? vx_context_scale(r) : 1.0,
+                          own ? vx_context_scale(capped ? F->context_cap : r) : 1.0, own ? F->context_min_k : INT64_MAX,
+                          capped ? F->context_cap_min_n : INT64_MAX };
 }
 
 typedef struct {

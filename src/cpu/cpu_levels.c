@@ -84,21 +84,24 @@ static void tile_context_level(vx_device_desc *d)
 
 /* Tiles of fewer than WIDE_TILE_VECTORS vectors a row broadcast one A
  * element for every one or two FMAs, where wider ones broadcast one for
- * three or four: in the GEMM driver, with A's rows and B's panel refilling
- * L1 from L2 under the kernels, those extra loads cost FMA slots that L1
- * rates in cache do not show. Two machines, BERT-sized calls (k = 768):
- * an Intel Xeon guest ran 336x2304x768 on 6 x 64 and 9 x 48 at 157-162
- * GFLOP/s, 14 x 32 at 149-151 and 22 x 16 or 30 x 16 at 142-144 (the
- * context probe saw it there; thirty-third session); two AMD Zen 4 cores
- * ran 1008-2048 x 2304 x 768 on 10 x 16 and 14 x 32 2-9 % slower than on
- * 7 x 48 or 6 x 64, 2048x3072x768 3.7-9 %, in every process and window
- * timed, yet the probe's medians put them within 1-2 % of each other,
- * its noise (five tunes), and which tile won the tune won BERT's 15
- * packed layers: 0.956x of oneDNN where it was 10 x 16 (NOTES.md,
- * forty-third session). So a narrow tile's context ratio is at most
- * NARROW_TILE_CAP of the wide tiles' median: the probe's ratio where it
- * measured a larger gap (Intel), this where its noise hid one. */
-enum { WIDE_TILE_VECTORS = 3 };
+ * three or four, and walk A's block once per column panel, two to four
+ * times as often. In the GEMM driver over wide B (BERT's layers, k =
+ * 768) that costs them: an Intel Xeon guest ran 336x2304x768 on 6 x 64
+ * and 9 x 48 at 157-162 GFLOP/s, 14 x 32 at 149-151 and 22 x 16 or 30 x 16
+ * at 142-144 (the context probe saw it there; thirty-third session); two
+ * AMD Zen 4 cores ran 1008-2048 x 2304 x 768 on 10 x 16 and 14 x 32 2-9 %
+ * slower than on 7 x 48 or 6 x 64, 2048x3072x768 3.7-9 %, in every
+ * process and window timed, yet the probe's medians put them within 1-2 %
+ * of each other, its noise, in five tunes; and the tile the tune put
+ * first took BERT's 15 packed layers (0.956x of oneDNN on 10 x 16). Over
+ * few columns the narrow tiles hold their own: 8192 x 128..512 x 768 ran
+ * 10 x 16, 14 x 32, 5 x 64 and 6 x 64 within 3 % of each other, and
+ * 3327x64x3703, 19717x64x500 and 89250x128x500 4-6 % slower on 5 x 64
+ * than on 10 x 16 (NOTES.md, forty-third session). So from n =
+ * NARROW_TILE_MIN_N on, a narrow tile's context ratio is at most
+ * NARROW_TILE_CAP of the wide tiles' median: the probe's own ratio where
+ * it measured a larger gap (Intel), this where its noise hid one. */
+enum { WIDE_TILE_VECTORS = 3, NARROW_TILE_MIN_N = 768 };
 #define NARROW_TILE_CAP 0.97
 
 static void narrow_tiles_capped(vx_device_desc *d, int vec_floats)
@@ -113,9 +116,10 @@ static void narrow_tiles_capped(vx_device_desc *d, int vec_floats)
         return;
     const double cap = NARROW_TILE_CAP * vx_tune_median(wide, n);
     for (int f = 0; f < d->nfamilies; f++)
-        for (int m = 1; d->fam[f].n < WIDE_TILE_VECTORS * vec_floats && m <= d->fam[f].m_max; m++)
-            if (d->fam[f].context_m[m - 1] > cap)
-                d->fam[f].context_m[m - 1] = cap;
+        if (d->fam[f].n < WIDE_TILE_VECTORS * vec_floats) {
+            d->fam[f].context_cap = cap;
+            d->fam[f].context_cap_min_n = NARROW_TILE_MIN_N;
+        }
 }
 
 /* The ways of an L2 set the model counts on for rows far apart (levels.h,
