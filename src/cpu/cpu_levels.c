@@ -84,11 +84,12 @@ static void tile_context_level(vx_device_desc *d)
 
 /* Tiles of fewer than WIDE_TILE_VECTORS vectors a row broadcast one A
  * element for every one or two FMAs, where wider ones broadcast one for
- * three or four, and walk A's block once per column panel, two to four
- * times as often. In the GEMM driver over wide B (BERT's layers, k =
- * 768) that costs them: an Intel Xeon guest ran 336x2304x768 on 6 x 64
- * and 9 x 48 at 157-162 GFLOP/s, 14 x 32 at 149-151 and 22 x 16 or 30 x 16
- * at 142-144 (the context probe saw it there; thirty-third session); two
+ * three or four (and walk A's block two to four times as often, once per
+ * column panel; which of the two costs them is not settled). In the GEMM
+ * driver over wide B (BERT's layers, k = 768) they lose: an Intel Xeon
+ * guest ran 336x2304x768 on 6 x 64 and 9 x 48 at 157-162 GFLOP/s, 14 x 32
+ * at 149-151 and 22 x 16 or 30 x 16 at 142-144 (the context probe saw it
+ * there; thirty-third session); two
  * AMD Zen 4 cores ran 1008-2048 x 2304 x 768 on 10 x 16 and 14 x 32 2-9 %
  * slower than on 7 x 48 or 6 x 64, 2048x3072x768 3.7-9 %, in every
  * process and window timed, yet the probe's medians put them within 1-2 %
