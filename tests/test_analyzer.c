@@ -1194,6 +1194,36 @@ VT_ISA_TEST(cost, one_and_two_row_tiles_wait_for_a_far_b, TMO)
     vx_candidates_free(&c);
 }
 
+/* Row cells side by side each walk all of an in-place B's first pass from
+ * beyond the second level at once, and wait for it whole (cost.c,
+ * price_cell_body): the measured overlap moves only the re-reads of their
+ * panels. One cell of 80 rows over B of 768 x 2304 floats, alone (1 x 1
+ * over 80 rows) and as one of two row cells (2 x 1 over 160): what the
+ * overlap takes off the price, with it against without, is smaller for the
+ * row cell by its first pass. */
+VT_ISA_TEST(cost, row_cells_wait_for_a_far_b_first_pass, TMO)
+{
+    vx_device_desc d;
+    vx_candidates c;
+    two_unit_model(vt_isa, &d, &c);
+    const int l1 = first_of_mode(&d, &c, VX_LOAD_NONE), g11 = grid_of(&c, 1, 1), g21 = grid_of(&c, 2, 1);
+    const int64_t n = 2304, k = 768;
+    cr_assert((double)d.elem_bytes * n * k > 2.0 * (double)d.mem[1].bytes, "B within the second level");
+    const vx_problem alone = {.m = 80, .n = n, .k = k, .b_in_place_ok = 1, .a_in_place_ok = 1};
+    vx_problem rows = alone;
+    rows.m = 160;
+    vx_device_desc o = d;
+    o.inplace_overlap = 1.0;
+    const double taken_alone = vx_cost_price(&d, &c, &alone, l1, g11) - vx_cost_price(&o, &c, &alone, l1, g11);
+    const double taken_rows = vx_cost_price(&d, &c, &rows, l1, g21) - vx_cost_price(&o, &c, &rows, l1, g21);
+    cr_assert(taken_rows > 0, "the row cell's re-reads keep the overlap: %g ns taken off", taken_rows);
+    cr_assert(taken_alone - taken_rows > 0.02 * taken_alone,
+              "the overlap took %g ns off one cell alone and %g off a row cell beside another: expected the row "
+              "cell's first pass of B to stay",
+              taken_alone, taken_rows);
+    vx_candidates_free(&c);
+}
+
 /* A unit reads its share of B (its grid column's columns), which lives
  * where that share fits (3x768x768 on 2 Zen 1 cores: B of 2.4 MiB in L3, not
  * DRAM, once each unit reads half; NOTES.md). B one and a half times the
