@@ -555,8 +555,8 @@ VT_ISA_TEST(plancache, conv_views_equal_in_size_are_planned_apart, TMO)
 }
 
 /* The cache keeps every bit of a key: keys apart only in the top bits of
- * items (where a convolution's geometry goes) or of a leading-dimension
- * word do not hit each other. */
+ * items (where a GEMM shape's geometry goes) or of a leading-dimension
+ * word (where a convolution's does) do not hit each other. */
 Test(plancache, keys_apart_only_in_their_top_bits_miss)
 {
     vx_gemm_plan p = cache_plan(VX_PATH_PACKED, 0, 6, 16), q;

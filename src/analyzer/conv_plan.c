@@ -389,7 +389,8 @@ void vx_plan_conv(const vx_conv2d_params *p, const vx_conv_view *view, vx_isa is
     /* The choice depends on the view (its sizes, and the geometry its
      * in-place patches are priced by) and, for an NCHW call that may run
      * as NHWC, on the NHWC view the map's geometry makes: keyed by both,
-     * each in a word of its own (the cache keeps every bit). */
+     * in the key's a_ld and b_ld words, which the cache hashes into one
+     * (plancache.h). */
     const vx_plan_key key = { v.m, v.n, v.k,
                               ((int64_t)1 << 50) | (int64_t)p->layout | ((int64_t)v.pointwise << 1) |
                                   ((int64_t)v.depthwise << 2) | ((int64_t)isa << 3) |

@@ -1114,7 +1114,8 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * adds to the kernels' time; never less than reading B once from home.
      * A's stream is priced whole, but for the re-reads from the second level
      * of a block of a few row tiles (a_reread_share). */
-    const double stall = inplace_stall_rows(d, p, m_c < m0 ? m_c : m0, x->b_home > x->nspb[1]);
+    const int b_far = x->b_home > x->nspb[1]; /* B's home is beyond the second level */
+    const double stall = inplace_stall_rows(d, p, m_c < m0 ? m_c : m0, b_far);
     /* Row cells side by side (a grid splitting M) each walk all of B's
      * first pass from beyond L2 at the same time, the same panels on every
      * core: that pass is waited for whole. The probe's share is one core's
@@ -1122,7 +1123,7 @@ static double price_cell_body(const vx_device_desc *d, const vx_problem *p, cons
      * 8 x 48 tiles 5-7 % slower on 2 x 1 than on 1 x 2 (each cell half of
      * B), where the share priced 2 x 1 4 % under (NOTES.md, forty-third
      * session). */
-    const double first_stall = x->m_c < p->m && plain_operands(p) && x->b_home > x->nspb[1] ? 1.0 : stall;
+    const double first_stall = x->m_c < p->m && plain_operands(p) && b_far ? 1.0 : stall;
     const double b_stream = first_stall * b_cell * first + stall * b_cell * (double)(rows - 1) * panel;
     return d->mode_ns[VX_LOAD_NONE] + a_stream + c_again + dmax(compute + b_stream, b_cell * x->b_home);
 }

@@ -37,13 +37,14 @@ static inline uint64_t ld_word(const vx_plan_key *k)
     return (h ^ (h >> 32)) | ((uint64_t)1 << 63);
 }
 
-/* Every bit of the key is kept: items carries a convolution's geometry
- * (plan.c, vx_shape_geometry_key), all 63 bits of it. Shifted up 16 bits
- * to make room for the generation, its top bits were lost, and two NCHW
- * convolutions of one GEMM view (ResNet-50's 3x3 layers of a stage,
- * stride 1 and 2) shared a plan: the second ran the first's, 1.2x the
- * time of its own (NOTES.md, forty-second session). The generation has a
- * word of its own. */
+/* Every bit of the first five words is kept: items may carry a GEMM
+ * shape's geometry (plan.c, gemm_key), all 63 bits of it. When a
+ * convolution's geometry sat there too, shifted up 16 bits to make room
+ * for the generation, its top bits were lost, and two NCHW convolutions of
+ * one GEMM view (ResNet-50's 3x3 layers of a stage, stride 1 and 2) shared
+ * a plan: the second ran the first's, 1.2x the time of its own (NOTES.md,
+ * forty-second session). The generation has a word of its own; the
+ * leading-dimension words share one (ld_word). */
 static void pack_key(const vx_plan_key *k, uint64_t w[KEY_WORDS])
 {
     w[0] = (uint64_t)k->m;
