@@ -607,9 +607,15 @@ VT_ISA_TEST(forced_tile, direct, TMO) { forced_tile(vt_isa, VX_PATH_DIRECT); }
  * fetches. Packed plans in one row block (the next k block's and column
  * block's first panels fetched too) and in several, pack-B plans, and
  * direct plans with four row tiles or more (B packed on read); B's k
- * blocks of 2.2-2.8 MB, beyond half of any L2 up to 4 MB. */
-static void fetch_next_case(const vx_gemm_plan *plan, int64_t m, int64_t n, int64_t k, int64_t ldb_pad, float beta,
-                            uint64_t seed, const char *tag)
+ * blocks of 2.2-2.8 MB, beyond half of any L2 up to 4 MB.
+ *
+ * either_way_case: the plan right against the float64 reference (with the
+ * driver's setting as it stands), and bit for bit the same C with the
+ * setting `set` at `on` and at `off` (the same arithmetic, other memory
+ * traffic). */
+static void either_way_case(void (*set)(int), int on, int off, const char *what, const vx_gemm_plan *plan,
+                            int64_t m, int64_t n, int64_t k, int64_t ldb_pad, float beta, uint64_t seed,
+                            const char *tag)
 {
     vx_set_num_threads(plan->threads);
     vx_plan_set_override(plan);
@@ -634,17 +640,16 @@ static void fetch_next_case(const vx_gemm_plan *plan, int64_t m, int64_t n, int6
         b[i] = vt_rng_float(&rng);
     for (int64_t i = 0; i < m * n; i++)
         c_on[i] = c_off[i] = vt_rng_float(&rng);
-    vx_gemm_set_fetch_next(2); /* whatever the tune found on this machine */
+    set(on); /* whatever the tune found on this machine */
     cr_assert_eq(dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, m, n, k, c.alpha, a, k, b, ldb, beta, c_on, n),
                  VX_OK, "%s", tag);
-    vx_gemm_set_fetch_next(0);
+    set(off);
     cr_assert_eq(dyn_gemm(VX_ROW_MAJOR, VX_NO_TRANS, VX_NO_TRANS, m, n, k, c.alpha, a, k, b, ldb, beta, c_off, n),
                  VX_OK, "%s", tag);
-    vx_gemm_set_fetch_next(1);
+    set(1);
     for (int64_t i = 0; i < m * n; i++)
-        cr_assert(memcmp(&c_on[i], &c_off[i], sizeof(float)) == 0,
-                  "C[%lld][%lld] %.9g with the fetches, %.9g without: %s", (long long)(i / n), (long long)(i % n),
-                  (double)c_on[i], (double)c_off[i], tag);
+        cr_assert(memcmp(&c_on[i], &c_off[i], sizeof(float)) == 0, "C[%lld][%lld] %.9g with %s, %.9g without: %s",
+                  (long long)(i / n), (long long)(i % n), (double)c_on[i], what, (double)c_off[i], tag);
     free(a);
     free(b);
     free(c_on);
@@ -668,28 +673,71 @@ Test(fetch_next, same_result_with_and_without, .timeout = TMO)
         const vx_gemm_plan one = { .path = VX_PATH_PACKED, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 300,
                                    .nc = 1024, .threads_m = 1, .threads_n = 1, .threads = 1 };
         snprintf(tag, sizeof tag, "fetch next: packed %dx%d, one row block, kc 300, nc 1024", mr, nr);
-        fetch_next_case(&one, 4 * mr + 3, 2 * 1024 + nr / 2 + 1, 700, 0, 0.0f, seed++, tag);
+        either_way_case(vx_gemm_set_fetch_next, 2, 0, "the fetches", &one,
+                4 * mr + 3, 2 * 1024 + nr / 2 + 1, 700, 0, 0.0f, seed++, tag);
         const vx_gemm_plan two = { .path = VX_PATH_PACKED, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 500,
                                    .nc = 1408, .threads_m = 1, .threads_n = 2, .threads = 2 };
         snprintf(tag, sizeof tag, "fetch next: packed %dx%d, 1 x 2, kc 500, ldb + 5", mr, nr);
-        fetch_next_case(&two, 3 * mr + 1, 2 * 1400 + 7, 520, 5, 0.3f, seed++, tag);
+        either_way_case(vx_gemm_set_fetch_next, 2, 0, "the fetches", &two,
+                3 * mr + 1, 2 * 1400 + 7, 520, 5, 0.3f, seed++, tag);
         /* several row blocks (A's block past L2 would also do): mc = 2 tiles */
         const vx_gemm_plan rows = { .path = VX_PATH_PACKED, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 700,
                                     .mc = 2 * mr, .nc = 1024, .threads_m = 1, .threads_n = 1, .threads = 1 };
         snprintf(tag, sizeof tag, "fetch next: packed %dx%d, row blocks of %d", mr, nr, 2 * mr);
-        fetch_next_case(&rows, 7 * mr + 2, 1000 + 3, 700, 0, 1.0f, seed++, tag);
+        either_way_case(vx_gemm_set_fetch_next, 2, 0, "the fetches", &rows,
+                7 * mr + 2, 1000 + 3, 700, 0, 1.0f, seed++, tag);
         /* pack-B and direct: B packed on read by the first row tile */
         const vx_gemm_plan pb = { .path = VX_PATH_PACK_B, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 700,
                                   .threads_m = 1, .threads_n = 1, .threads = 1 };
         snprintf(tag, sizeof tag, "fetch next: pack_b %dx%d", mr, nr);
-        fetch_next_case(&pb, 5 * mr + 1, 1000 + 9, 700, 0, 0.0f, seed++, tag);
+        either_way_case(vx_gemm_set_fetch_next, 2, 0, "the fetches", &pb,
+                5 * mr + 1, 1000 + 9, 700, 0, 0.0f, seed++, tag);
         const vx_gemm_plan dir = { .path = VX_PATH_DIRECT, .isa = VX_ISA_AVX512, .mr = mr, .nr = nr, .kc = 350,
                                    .threads_m = 1, .threads_n = 1, .threads = 1 };
         snprintf(tag, sizeof tag, "fetch next: direct %dx%d, kc 350", mr, nr);
-        fetch_next_case(&dir, 6 * mr - 1, 1000 + 1, 700, 0, 0.3f, seed++, tag);
+        vx_gemm_set_pack_on_read(2); /* rows closer than a page: packed on read whatever the tune found */
+        either_way_case(vx_gemm_set_fetch_next, 2, 0, "the fetches", &dir,
+                6 * mr - 1, 1000 + 1, 700, 0, 0.3f, seed++, tag);
+        vx_gemm_set_pack_on_read(1);
     }
     vx_set_num_threads(0);
 }
+
+/* Direct plans of four row tiles or more pack each B panel as the first
+ * tile reads it, or, where the tune found that it does not pay for rows
+ * closer than a page, read B in place in every tile (gemm.c,
+ * packs_on_read): the same C either way, right against the float64
+ * reference, for rows closer than a page (ldb 700 + 3) and a page or
+ * more apart (1024, 2304 + 5), one and two threads, ragged panels, k
+ * blocks with a short last one, beta = 0 over NaN and beta = 0.3. */
+static void pack_on_read_both_ways(vx_isa isa)
+{
+    const vx_ukernel_set *set = vx_ukernels(isa);
+    uint64_t seed = 9900;
+    for (int f = 0; f < set->nfamilies; f++) {
+        const int nr = set->families[f].nr, mr = set->families[f].mr_max;
+        char tag[160];
+        const vx_gemm_plan one = { .path = VX_PATH_DIRECT, .isa = isa, .mr = mr, .nr = nr, .kc = 300,
+                                   .threads_m = 1, .threads_n = 1, .threads = 1 };
+        const vx_gemm_plan two = { .path = VX_PATH_DIRECT, .isa = isa, .mr = mr, .nr = nr, .kc = 256,
+                                   .threads_m = 1, .threads_n = 2, .threads = 2 };
+        snprintf(tag, sizeof tag, "pack on read: %s direct %dx%d, near rows, kc 300", set->name, mr, nr);
+        either_way_case(vx_gemm_set_pack_on_read, 2, 0, "B packed on read", &one, 5 * mr + 2, 700, 700, 3, 0.0f,
+                        seed++, tag);
+        snprintf(tag, sizeof tag, "pack on read: %s direct %dx%d, near rows, 1 x 2", set->name, mr, nr);
+        either_way_case(vx_gemm_set_pack_on_read, 2, 0, "B packed on read", &two, 4 * mr, 2 * nr + nr / 2 + 1, 600,
+                        0, 0.3f, seed++, tag);
+        snprintf(tag, sizeof tag, "pack on read: %s direct %dx%d, rows a page apart", set->name, mr, nr);
+        either_way_case(vx_gemm_set_pack_on_read, 2, 0, "B packed on read", &one, 4 * mr + 1, 1024, 650, 0, 0.3f,
+                        seed++, tag);
+        snprintf(tag, sizeof tag, "pack on read: %s direct %dx%d, rows 9 KiB apart, 1 x 2", set->name, mr, nr);
+        either_way_case(vx_gemm_set_pack_on_read, 2, 0, "B packed on read", &two, 6 * mr - 1, 2304, 520, 5, 0.0f,
+                        seed++, tag);
+    }
+    vx_set_num_threads(0);
+}
+
+VT_ISA_TEST(pack_on_read, same_result_either_way, TMO) { pack_on_read_both_ways(vt_isa); }
 
 /* B's rows a multiple of 4 KiB apart (ldb 1024, 2048, 3072 floats) fall in
  * one L1 set each, and the kernels reading them in place fetch into L2

@@ -216,6 +216,8 @@ static void distinctive(vx_tune *t, double shift)
     t->gemv_rows_ns[VX_ISA_AVX2][1] = 0.0234375 + shift / 1000;
     t->gemv_rows_ns[VX_ISA_AVX2][2] = 0.03125 + shift / 1000;
     t->fetch_next_ratio[VX_ISA_AVX512] = 1.0625 + shift / 1000;
+    t->pack_on_read_ratio[VX_ISA_AVX512] = 1.046875 + shift / 1000;
+    t->pack_on_read_ratio[VX_ISA_AVX2] = 0.796875;
     t->stream_one_tile_ratio[0] = 0.859375 + shift / 1000;
     t->stream_one_tile_ratio[1] = 1.296875;
     t->stream_one_tile_ratio[2] = 1.171875;
@@ -304,6 +306,10 @@ static void expect_same_values(const vx_tune *want, const vx_tune *got, const ch
         cr_assert(close_rel(want->fetch_next_ratio[isa], got->fetch_next_ratio[isa]),
                   "%s: fetch_next_ratio[%d]: expected %.9g, found %.9g", what, isa, want->fetch_next_ratio[isa],
                   got->fetch_next_ratio[isa]);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        cr_assert(close_rel(want->pack_on_read_ratio[isa], got->pack_on_read_ratio[isa]),
+                  "%s: pack_on_read_ratio[%d]: expected %.9g, found %.9g", what, isa, want->pack_on_read_ratio[isa],
+                  got->pack_on_read_ratio[isa]);
     for (int i = 0; i < VX_TUNE_STREAM_DEPTHS; i++)
         cr_assert(close_rel(want->stream_one_tile_ratio[i], got->stream_one_tile_ratio[i]),
                   "%s: stream_one_tile_ratio[%d]: expected %.9g, found %.9g", what, i, want->stream_one_tile_ratio[i],
@@ -445,6 +451,24 @@ Test(tune, a_file_without_the_fetch_probe_has_none)
                      loaded.fetch_next_ratio[isa]);
     cr_assert(close_rel(loaded.line_share_ns, saved.line_share_ns), "line_share_ns: expected %g from the file, "
               "found %g", saved.line_share_ns, loaded.line_share_ns);
+}
+
+/* ... and the pack-on-read probe: none measured (0: direct plans pack B's
+ * panels on their first read by the row rule alone). */
+Test(tune, a_file_without_the_pack_on_read_probe_has_none)
+{
+    vx_tune saved, loaded;
+    load_without("pack_on_read_ratio", &saved, &loaded);
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
+        cr_assert_eq(loaded.pack_on_read_ratio[isa], 0.0, "pack_on_read_ratio[%d]: expected 0, found %g", isa,
+                     loaded.pack_on_read_ratio[isa]);
+        cr_assert(vx_tune_packs_near_on_read(&loaded, isa), "no probe on ISA %d: expected the panels packed", isa);
+    }
+    cr_assert(!vx_tune_packs_near_on_read(&saved, VX_ISA_AVX512) && vx_tune_packs_near_on_read(&saved, VX_ISA_AVX2),
+              "measured 1.05 (AVX-512) and 0.78 (AVX2): expected packing off and on");
+    cr_assert(close_rel(loaded.fetch_next_ratio[VX_ISA_AVX512], saved.fetch_next_ratio[VX_ISA_AVX512]),
+              "fetch_next_ratio: expected %g from the file, found %g", saved.fetch_next_ratio[VX_ISA_AVX512],
+              loaded.fetch_next_ratio[VX_ISA_AVX512]);
 }
 
 /* ... and the stream probe: none measured (0: the driver's built-in bound). */
@@ -594,6 +618,7 @@ Test(tune, failed_save_names_the_real_reason)
                   { "region_handoff_ns", "region_handoff_ns" },
                   { "gemv_rows_ns_per_flop[avx2][1]", "gemv_rows_ns_per_flop" },
                   { "fetch_next_ratio[avx512]", "fetch_next_ratio" },
+                  { "pack_on_read_ratio[avx2]", "pack_on_read_ratio" },
                   { "context_ratio[avx2][0]", "context_ratio" },
                   { "l2_alias_ways", "l2_alias_ways" },
                   { "l3_effective_bytes", "l3_effective_bytes" },
@@ -605,6 +630,7 @@ Test(tune, failed_save_names_the_real_reason)
         double *field[] = { &bad.bw_l2, &bad.mode_call_ns[2], &bad.packed_probe[VX_ISA_AVX2].ns,
                             &bad.line_share_ns, &bad.line_stream_ns, &bad.region_handoff_ns,
                             &bad.gemv_rows_ns[VX_ISA_AVX2][1], &bad.fetch_next_ratio[VX_ISA_AVX512],
+                            &bad.pack_on_read_ratio[VX_ISA_AVX2],
                             &bad.context_ratio[VX_ISA_AVX2][0], &bad.l2_alias_ways, &bad.l3_effective_bytes,
                             &bad.context_tile[VX_ISA_AVX2][0][1], &bad.stream_one_tile_ratio[1] };
         *field[i] = i % 2 ? INFINITY : NAN;
@@ -767,6 +793,11 @@ Test(tune, every_bad_file_is_refused_cleanly)
     expect_edit_refused(good, "fetch_next_ratio given as a string", "1.0625", "\"1.0625\"", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "fetch_next_ratio not an object", "\"fetch_next_ratio\": {", "\"fetch_next_ratio\": [{",
                         VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "pack_on_read_ratio 0", "1.046875", "0", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "pack_on_read_ratio 1e300", "1.046875", "1e300", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "pack_on_read_ratio given as a string", "0.796875", "\"0.796875\"", VX_ERR_INVALID_ARG);
+    expect_edit_refused(good, "pack_on_read_ratio not an object", "\"pack_on_read_ratio\": {",
+                        "\"pack_on_read_ratio\": [{", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "stream_one_tile_ratio 0", "0.859375", "0", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "stream_one_tile_ratio 1e300", "0.859375", "1e300", VX_ERR_INVALID_ARG);
     expect_edit_refused(good, "stream_one_tile_ratio missing a depth", "1.296875,", "", VX_ERR_INVALID_ARG);

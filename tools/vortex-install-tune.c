@@ -153,6 +153,12 @@ static void summary(const vx_tune *t)
             printf("fetch %-6s next panel of B fetched while the row tiles run: %.3fx the time without, %s\n",
                    isa == VX_ISA_AVX512 ? "avx512" : "avx2", t->fetch_next_ratio[isa],
                    t->fetch_next_ratio[isa] < 1.0 ? "on" : "off");
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (t->pack_on_read_ratio[isa] > 0)
+            printf("pack  %-6s B's panels packed by a direct plan's first row tile (rows closer than a page): "
+                   "%.3fx the time in place, %s\n",
+                   isa == VX_ISA_AVX512 ? "avx512" : "avx2", t->pack_on_read_ratio[isa],
+                   t->pack_on_read_ratio[isa] < 1.0 ? "packed" : "in place");
 }
 
 static bar_state g_gpu_bar;

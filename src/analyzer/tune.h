@@ -107,6 +107,13 @@ typedef struct {
      * them over its time without, on one thread (0: not measured; the
      * driver then fetches). Below 1 they pay on this machine. */
     double fetch_next_ratio[VX_ISA_COUNT];
+    /* Direct plans packing each B panel as their first row tile reads it
+     * (cpu/gemm.c, packs_on_read) where B's rows lie closer than a page,
+     * on the pack-on-read probe, per ISA (optional in the file): the time
+     * with the panels packed over the time with every row tile reading B
+     * in place (0: not measured; the driver then packs). Below 1 packing
+     * pays on this machine. */
+    double pack_on_read_ratio[VX_ISA_COUNT];
     /* Each family's fastest tile in L1 run through the packed driver on one
      * thread (the context probe, cpu_tune.c), per ISA and family (optional
      * in the file): its rate over the fastest family's there, in (0, 1]
@@ -217,6 +224,15 @@ const char *vx_tune_source(void);
 static inline int vx_tune_fetches_next(const vx_tune *t, int isa)
 {
     const double r = t->fetch_next_ratio[isa];
+    return !(r > 0) || r < 1.0;
+}
+
+/* Whether the CPU driver's direct plans pack B's panels on their first
+ * read where B's rows lie closer than a page, on ISA isa under tuning t
+ * (tune.h, pack_on_read_ratio): where not measured, or measured to pay. */
+static inline int vx_tune_packs_near_on_read(const vx_tune *t, int isa)
+{
+    const double r = t->pack_on_read_ratio[isa];
     return !(r > 0) || r < 1.0;
 }
 

@@ -14,6 +14,7 @@
  *     (optional, the same), "line_share_ns": ..., "line_stream_ns": ..., "region_handoff_ns": ... (optional),
  *     "gemv_rows_ns_per_flop": { "avx512": [2 rows, 3 rows, 4 rows], ... } (optional),
  *     "fetch_next_ratio": { "avx512": time with / without, ... } (optional),
+ *     "pack_on_read_ratio": { "avx512": time packed on read / in place, ... } (optional),
  *     "context_ratio": { "avx512": [family 0, family 1, ...], ... } (optional),
  *     "context_tile_ratio": { "avx512": [[m = 1, 2, ... of family 0; 0 = not measured], ...], ... }
  *     (optional),
@@ -318,6 +319,19 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         }
     }
     /* added after version 2 files were written: optional, absent = not measured */
+    json_t *pk = isa_object(root, "pack_on_read_ratio", path, why, len, &s);
+    if (s != VX_OK)
+        goto out;
+    for (int isa = 0; pk && isa < VX_ISA_COUNT; isa++) {
+        if (!json_object_get(pk, isa_key[isa]))
+            continue;
+        if (!get_num(pk, isa_key[isa], 0.1, 10.0, &n.pack_on_read_ratio[isa])) {
+            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"pack_on_read_ratio\".%s is not a number in [0.1, 10]",
+                    path, isa_key[isa]);
+            goto out;
+        }
+    }
+    /* added after version 2 files were written: optional, absent = not measured */
     json_t *context = isa_object(root, "context_ratio", path, why, len, &s);
     if (s != VX_OK)
         goto out;
@@ -534,6 +548,9 @@ static const char *non_finite(const vx_tune *t)
         if (!isfinite(t->fetch_next_ratio[isa]))
             return "fetch_next_ratio";
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (!isfinite(t->pack_on_read_ratio[isa]))
+            return "pack_on_read_ratio";
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         for (int f = 0; f < VX_TUNE_MAX_FAMILIES; f++)
             if (!isfinite(t->context_ratio[isa][f]))
                 return "context_ratio";
@@ -590,6 +607,11 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
             if (t->fetch_next_ratio[isa] > 0)
                 json_object_set_new(fetch, isa_key[isa], json_real(t->fetch_next_ratio[isa]));
         json_object_set_new(root, "fetch_next_ratio", fetch);
+        json_t *pk = json_object();
+        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+            if (t->pack_on_read_ratio[isa] > 0)
+                json_object_set_new(pk, isa_key[isa], json_real(t->pack_on_read_ratio[isa]));
+        json_object_set_new(root, "pack_on_read_ratio", pk);
         json_t *context = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
             const int nf = tuned_families((vx_isa)isa);

@@ -400,6 +400,7 @@ const vx_cpu_model *vx_cpu_model_get(vx_isa isa)
     if (!m && (m = calloc(1, sizeof *m))) {
         describe(isa, &m->desc);
         m->fetch_next = vx_tune_fetches_next(vx_tune_active(), isa);
+        m->pack_near_on_read = vx_tune_packs_near_on_read(vx_tune_active(), isa);
         if (vx_candidates_build(&m->desc, &m->cand) != 0) {
             free(m);
             m = NULL;

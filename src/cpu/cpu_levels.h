@@ -18,6 +18,9 @@ typedef struct {
     vx_candidates cand;
     int fetch_next; /* the driver's next-panel fetches pay here (tune.h, fetch_next_ratio;
                        not measured: they run) */
+    int pack_near_on_read; /* direct plans pack B's panels on their first read where B's rows
+                              lie closer than a page (tune.h, pack_on_read_ratio; not
+                              measured: they do) */
 } vx_cpu_model;
 
 /* The model for an ISA (thread-safe; built on first use from vx_hw() and

@@ -466,6 +466,47 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
     t->fetch_next_ratio[isa] = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
 }
 
+/* The pack-on-read probe (tune.h, pack_on_read_ratio): a direct plan with
+ * the probe tile on one thread over VX_PROBE_PACKED_M x PACK_PROBE_N x
+ * PACK_PROBE_K, B's rows 3 KiB apart and B 9 MB (BERT's ffn_down weights,
+ * hot in L3 from the previous call), with each panel packed by its first
+ * row tile and read in place by every tile, in turns; the ratio of their
+ * median calls. On two AMD Zen 4 cores the AVX-512 plans ran 0.96 of the
+ * time in place at k = 3072 and 0.99-1.00 at k = 768-1536 (the suites'
+ * plans over such rows: 0.97, none slower); the AVX2 ones 1.28x the time
+ * in place at k = 768 (NOTES.md, forty-fourth session). */
+enum { PACK_PROBE_N = 768, PACK_PROBE_K = 3072, PACK_PROBE_KC = 768 };
+
+static void pack_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx_tune *t)
+{
+    probe_shape ps;
+    if (!probe_shape_of(isa, &ps) || PACK_PROBE_N % ps.nr != 0)
+        return;
+    const int64_t M = VX_PROBE_PACKED_M, N = PACK_PROBE_N, K = PACK_PROBE_K;
+    float *a, *b, *c;
+    if (!probe_operands(big, big_bytes, M, N, K, &a, &b, &c))
+        return;
+    const vx_gemm_plan plan = probe_plan(isa, VX_PATH_DIRECT, ps.f, PROBE_M, ps.nr, PACK_PROBE_KC);
+    const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
+    enum { MOST = 24 };
+    const int samples = 2 * passes < MOST ? 2 * passes : MOST;
+    double v[2][MOST];
+    int got = 0;
+    for (; got < samples; got++)
+        for (int on = 0; on < 2; on++) {
+            vx_gemm_set_pack_on_read(on ? 2 : 0);
+            v[on][got] = call_after_one(&g, &plan);
+            if (v[on][got] < 0) {
+                vx_gemm_set_pack_on_read(1);
+                return;
+            }
+        }
+    vx_gemm_set_pack_on_read(1);
+    const double r = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
+    /* the file takes [0.1, 10] */
+    t->pack_on_read_ratio[isa] = r < 0.1 ? 0.1 : r > 10.0 ? 10.0 : r;
+}
+
 /* The stream probe (tune.h, stream_one_tile_ratio): one column of pack-B
  * tiles, 4 x 32 (the model's pick for 716847x32x32 on 2 AMD Zen 4 cores)
  * or the 32-wide family's tallest below that, over a C twice the driver's
@@ -939,7 +980,7 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     const vx_hw_info *hw = vx_hw();
     const int trials = o->quick ? 5 : 12, rounds = o->quick ? 1 : 8;
     const int nkern = count_kernels(hw);
-    enum { OTHER_STEPS = 16 };
+    enum { OTHER_STEPS = 17 };
     progress pr = { o, 0, rounds * nkern + OTHER_STEPS };
     vx_hw_bind_thread_to_core(0);
 
@@ -1122,6 +1163,11 @@ vx_status vx_cpu_tune_measure(const vx_cpu_tune_opts *o, vx_tune *t)
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)
         if (isa_runs(hw, isa))
             fetch_probe((vx_isa)isa, big, big_bytes, passes, t);
+
+    step(&pr, "B's panels packed on their first read");
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (isa_runs(hw, isa))
+            pack_probe((vx_isa)isa, big, big_bytes, passes, t);
 
     step(&pr, "the tiles in the GEMM driver");
     for (int isa = 0; isa < VX_ISA_COUNT; isa++)

@@ -588,12 +588,33 @@ static int copies_edge_panel(const vx_gemm_plan *P, const vx_gemm_args *g, int64
  * 4-13 % faster (8 of 8 alternations), while with two or three tiles (8, 13
  * and 16 rows) the first tile's extra stores cost more than the others
  * saved (4-10 % slower). AMD Zen 1, 2 threads, B hot in L3; NOTES.md,
- * eleventh session. `rows`: as for copies_edge_panel. */
+ * eleventh session. `rows`: as for copies_edge_panel.
+ *
+ * Where B's rows lie closer than a page, the tune decides (tune.h,
+ * pack_on_read_ratio): AMD Zen 4's AVX-512 kernels re-read such rows in
+ * place from L2 as fast as a packed panel (0.28 ns a 16-wide FMA either
+ * way, 8 x 48 over 768 rows), and the pk tile's extra stores cost it 15 %
+ * in L1; the 57 suite plans that pack on read over 192-1000 columns ran
+ * 0.968 of the time without (1 and 2 threads, forced plans alternated;
+ * 47x768x3072 0.90, none slower than 1.006). Rows a page apart or more
+ * (1024-8192 columns) ran the same either way (131 plans, 0.94-1.06).
+ * The AVX2 kernels on that host ran 80x768x768 1.28x the time in place
+ * (NOTES.md, forty-fourth session). */
 enum { PK_MIN_ROW_TILES = 4 };
 
-static int packs_on_read(const vx_gemm_plan *P, int64_t rows)
+static atomic_int g_pack_on_read = 1;
+
+void vx_gemm_set_pack_on_read(int mode) { atomic_store(&g_pack_on_read, mode < 0 ? 0 : mode > 2 ? 2 : mode); }
+
+static int packs_on_read(const vx_gemm_plan *P, const vx_gemm_args *g, int64_t rows)
 {
-    return P->path == VX_PATH_DIRECT && rows > (PK_MIN_ROW_TILES - 1) * (int64_t)P->mr;
+    const int mode = atomic_load_explicit(&g_pack_on_read, memory_order_relaxed);
+    if (!mode || P->path != VX_PATH_DIRECT || rows <= (PK_MIN_ROW_TILES - 1) * (int64_t)P->mr)
+        return 0;
+    if (mode == 2)
+        return 1;
+    const vx_cpu_model *M = vx_cpu_model_get(P->isa);
+    return !M || M->pack_near_on_read || g->b_rs * (int64_t)sizeof(float) >= M->desc.page_bytes;
 }
 
 /* Whether B's rows, b_rs floats apart, fall in so few L1 sets that the
@@ -655,7 +676,7 @@ static void run_inplace(const job *J, const item_view *v, float *bp, int64_t m0,
     const vx_gemm_args *g = J->g;
     const int mr = J->plan->mr, nr = J->plan->nr;
     const int64_t kc = min64(J->plan->kc, g->k);
-    const int on_read = pack_b ? packs_b_on_read(g) : packs_on_read(J->plan, m1 - m0);
+    const int on_read = pack_b ? packs_b_on_read(g) : packs_on_read(J->plan, g, m1 - m0);
     const int copy_edge = !pack_b && !on_read && copies_edge_panel(J->plan, g, m1 - m0);
     const vx_ukernel_fn *kern_bp = J->fam->kern[VX_UK_AS_BP];
     const int far = b_fetched_far(g);
@@ -1411,7 +1432,7 @@ vx_status vx_cpu_gemm(const vx_gemm_args *g, const vx_gemm_plan *plan_in, int *t
         block_sizes(g, plan, &mc, &kc, &nc);
         J.ws_a = (size_t)(mc * kc + 15) & ~(size_t)15;
         J.ws_b = (size_t)(kc * nc + 15) & ~(size_t)15;
-    } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g, g->m) || packs_on_read(plan, g->m)) {
+    } else if (plan->path == VX_PATH_PACK_B || copies_edge_panel(plan, g, g->m) || packs_on_read(plan, g, g->m)) {
         J.ws_b = (size_t)(min64(plan->kc, g->k) * plan->nr + 15) & ~(size_t)15;
     }
     const size_t ws_floats = (size_t)threads * (J.ws_a + J.ws_b + SLICE_PAD_FLOATS);

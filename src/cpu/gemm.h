@@ -106,6 +106,13 @@ int vx_gemm_c_far(double c_bytes);
  * (the tune's probe, tests). */
 void vx_gemm_set_fetch_next(int mode);
 
+/* Whether direct plans pack each B panel as their first row tile reads it
+ * (gemm.c, packs_on_read): 0 never (for tests and comparisons), 1 where
+ * the row rule allows and, for B's rows closer than a page, where the tune
+ * found that it pays (tune.h, pack_on_read_ratio; the default), 2 wherever
+ * the row rule allows (the tune's probe, tests). */
+void vx_gemm_set_pack_on_read(int mode);
+
 /* Testing and comparisons: 0 makes packed plans copy A's blocks always, 1
  * (the default) lets them read A's rows in place where the rows allow
  * (gemm.c, reads_a_in_place). The same arithmetic either way. */
