@@ -418,6 +418,33 @@ static double call_after_one(const vx_gemm_args *g, const vx_gemm_plan *plan)
     return now_ns() - t0;
 }
 
+/* A driver setting's probe: the plan's call with set(on) and with set(0),
+ * in turns, `samples` of each (at most RATIO_SAMPLES); the ratio of their
+ * median calls (on over off), or -1 where a call fails. Each timed call
+ * follows one with the same setting: calls alternated one by one put the
+ * medians 1-2 % apart on an Intel Xeon guest, after a call of their own
+ * 3-8 %. The setting goes back to 1 (the driver's default) after. */
+enum { RATIO_SAMPLES = 64 };
+
+static double ratio_in_turns(const vx_gemm_args *g, const vx_gemm_plan *plan, void (*set)(int), int on,
+                             int samples)
+{
+    double v[2][RATIO_SAMPLES];
+    if (samples > RATIO_SAMPLES)
+        samples = RATIO_SAMPLES;
+    for (int got = 0; got < samples; got++)
+        for (int w = 0; w < 2; w++) {
+            set(w ? on : 0);
+            v[w][got] = call_after_one(g, plan);
+            if (v[w][got] < 0) {
+                set(1);
+                return -1.0;
+            }
+        }
+    set(1);
+    return samples > 0 ? vx_tune_median(v[1], samples) / vx_tune_median(v[0], samples) : -1.0;
+}
+
 /* The fetch probe (tune.h, fetch_next_ratio): a pack-B plan with the probe
  * tile on one thread over VX_PROBE_PACKED_M x VX_PROBE_N x FETCH_PROBE_K
  * (B 7 MB, hot in L3 from the previous call, as a layer's weights are
@@ -443,27 +470,12 @@ static void fetch_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx
         return;
     const vx_gemm_plan plan = probe_plan(isa, VX_PATH_PACK_B, ps.f, PROBE_M, ps.nr, K);
     const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
-    enum { MOST = 64 };
-    const int samples = 4 * passes < MOST ? 4 * passes : MOST;
-    double v[2][MOST];
-    int got = 0;
-    for (; got < samples; got++)
-        for (int on = 0; on < 2; on++) {
-            vx_gemm_set_fetch_next(on ? 2 : 0);
-            /* each timed call after one with the same setting (calls
-             * alternated one by one put the medians 1-2 % apart on the
-             * Intel guest, after a call of their own 3-8 %) */
-            v[on][got] = call_after_one(&g, &plan);
-            if (v[on][got] < 0) {
-                vx_gemm_set_fetch_next(1);
-                return;
-            }
-        }
-    vx_gemm_set_fetch_next(1);
     /* medians: the best calls of the two moved from 2 % apart to 8 % from
      * one tune to the next; over 32 samples the medians read 1.03-1.07
      * in four tunes out of four there */
-    t->fetch_next_ratio[isa] = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
+    const double r = ratio_in_turns(&g, &plan, vx_gemm_set_fetch_next, 2, 4 * passes);
+    if (r > 0)
+        t->fetch_next_ratio[isa] = r;
 }
 
 /* The pack-on-read probe (tune.h, pack_on_read_ratio): a direct plan with
@@ -488,23 +500,10 @@ static void pack_probe(vx_isa isa, float *big, size_t big_bytes, int passes, vx_
         return;
     const vx_gemm_plan plan = probe_plan(isa, VX_PATH_DIRECT, ps.f, PROBE_M, ps.nr, PACK_PROBE_KC);
     const vx_gemm_args g = { M, N, K, 1.0f, 0.0f, a, K, 1, b, N, 1, c, N, NULL };
-    enum { MOST = 24 };
-    const int samples = 2 * passes < MOST ? 2 * passes : MOST;
-    double v[2][MOST];
-    int got = 0;
-    for (; got < samples; got++)
-        for (int on = 0; on < 2; on++) {
-            vx_gemm_set_pack_on_read(on ? 2 : 0);
-            v[on][got] = call_after_one(&g, &plan);
-            if (v[on][got] < 0) {
-                vx_gemm_set_pack_on_read(1);
-                return;
-            }
-        }
-    vx_gemm_set_pack_on_read(1);
-    const double r = vx_tune_median(v[1], got) / vx_tune_median(v[0], got);
+    const double r = ratio_in_turns(&g, &plan, vx_gemm_set_pack_on_read, 2, 2 * passes);
     /* the file takes [0.1, 10] */
-    t->pack_on_read_ratio[isa] = r < 0.1 ? 0.1 : r > 10.0 ? 10.0 : r;
+    if (r > 0)
+        t->pack_on_read_ratio[isa] = r < 0.1 ? 0.1 : r > 10.0 ? 10.0 : r;
 }
 
 /* The stream probe (tune.h, stream_one_tile_ratio): one column of pack-B
