@@ -218,22 +218,23 @@ const vx_tune *vx_tune_active(void);
  * defaults (<reason>)". */
 const char *vx_tune_source(void);
 
+/* Whether a driver setting runs, by its probe's ratio r (time with it over
+ * time without): where not measured (0), or measured to pay. */
+static inline int vx_tune_ratio_pays(double r) { return !(r > 0) || r < 1.0; }
+
 /* Whether the CPU driver fetches the next panel of B on ISA isa under
- * tuning t (tune.h, fetch_next_ratio): where not measured, or measured to
- * pay. */
+ * tuning t (tune.h, fetch_next_ratio). */
 static inline int vx_tune_fetches_next(const vx_tune *t, int isa)
 {
-    const double r = t->fetch_next_ratio[isa];
-    return !(r > 0) || r < 1.0;
+    return vx_tune_ratio_pays(t->fetch_next_ratio[isa]);
 }
 
 /* Whether the CPU driver's direct plans pack B's panels on their first
  * read where B's rows lie closer than a page, on ISA isa under tuning t
- * (tune.h, pack_on_read_ratio): where not measured, or measured to pay. */
+ * (tune.h, pack_on_read_ratio). */
 static inline int vx_tune_packs_near_on_read(const vx_tune *t, int isa)
 {
-    const double r = t->pack_on_read_ratio[isa];
-    return !(r > 0) || r < 1.0;
+    return vx_tune_ratio_pays(t->pack_on_read_ratio[isa]);
 }
 
 /* The stream probe's depths (tune.h, stream_one_tile_ratio). */

@@ -106,6 +106,31 @@ static json_t *isa_object(json_t *root, const char *key, const char *path, char 
     return *s == VX_OK ? o : NULL;
 }
 
+/* An optional object of one probe's ratio per ISA (time with a driver
+ * setting over time without, tune.h): each present ISA's value must lie
+ * in [0.1, 10]; absent ones stay as they are (0: not measured). */
+static vx_status load_isa_ratios(json_t *root, const char *key, const char *path, char *why, size_t len,
+                                 double out[VX_ISA_COUNT])
+{
+    vx_status s;
+    json_t *o = isa_object(root, key, path, why, len, &s);
+    for (int isa = 0; o && s == VX_OK && isa < VX_ISA_COUNT; isa++)
+        if (json_object_get(o, isa_key[isa]) && !get_num(o, isa_key[isa], 0.1, 10.0, &out[isa]))
+            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"%s\".%s is not a number in [0.1, 10]", path, key,
+                    isa_key[isa]);
+    return s;
+}
+
+/* ... and written: the measured ISAs only. */
+static void save_isa_ratios(json_t *root, const char *key, const double in[VX_ISA_COUNT])
+{
+    json_t *o = json_object();
+    for (int isa = 0; isa < VX_ISA_COUNT; isa++)
+        if (in[isa] > 0)
+            json_object_set_new(o, isa_key[isa], json_real(in[isa]));
+    json_object_set_new(root, key, o);
+}
+
 /* Sane ranges: wide enough for any real machine, narrow enough that a value
  * outside them is damage, not a measurement. */
 #define RATE_O_MAX 1e6   /* ns per micro-kernel call beyond the k loop */
@@ -305,32 +330,9 @@ vx_status vx_tune_load(const char *path, const vx_hw_info *hw, vx_tune *t, char 
         }
     }
     /* added after version 2 files were written: optional, absent = not measured */
-    json_t *fetch = isa_object(root, "fetch_next_ratio", path, why, len, &s);
-    if (s != VX_OK)
+    if ((s = load_isa_ratios(root, "fetch_next_ratio", path, why, len, n.fetch_next_ratio)) != VX_OK ||
+        (s = load_isa_ratios(root, "pack_on_read_ratio", path, why, len, n.pack_on_read_ratio)) != VX_OK)
         goto out;
-    for (int isa = 0; fetch && isa < VX_ISA_COUNT; isa++) {
-        json_t *e = json_object_get(fetch, isa_key[isa]);
-        if (!e)
-            continue;
-        if (!get_num(fetch, isa_key[isa], 0.1, 10.0, &n.fetch_next_ratio[isa])) {
-            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"fetch_next_ratio\".%s is not a number in [0.1, 10]", path,
-                    isa_key[isa]);
-            goto out;
-        }
-    }
-    /* added after version 2 files were written: optional, absent = not measured */
-    json_t *pk = isa_object(root, "pack_on_read_ratio", path, why, len, &s);
-    if (s != VX_OK)
-        goto out;
-    for (int isa = 0; pk && isa < VX_ISA_COUNT; isa++) {
-        if (!json_object_get(pk, isa_key[isa]))
-            continue;
-        if (!get_num(pk, isa_key[isa], 0.1, 10.0, &n.pack_on_read_ratio[isa])) {
-            s = say(VX_ERR_INVALID_ARG, why, len, "%s: \"pack_on_read_ratio\".%s is not a number in [0.1, 10]",
-                    path, isa_key[isa]);
-            goto out;
-        }
-    }
     /* added after version 2 files were written: optional, absent = not measured */
     json_t *context = isa_object(root, "context_ratio", path, why, len, &s);
     if (s != VX_OK)
@@ -602,16 +604,8 @@ vx_status vx_tune_save(const char *path, const vx_tune *t, char *why, size_t len
                                     json_pack("[f, f, f]", t->gemv_rows_ns[isa][0], t->gemv_rows_ns[isa][1],
                                               t->gemv_rows_ns[isa][2]));
         json_object_set_new(root, "gemv_rows_ns_per_flop", rows);
-        json_t *fetch = json_object();
-        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-            if (t->fetch_next_ratio[isa] > 0)
-                json_object_set_new(fetch, isa_key[isa], json_real(t->fetch_next_ratio[isa]));
-        json_object_set_new(root, "fetch_next_ratio", fetch);
-        json_t *pk = json_object();
-        for (int isa = 0; isa < VX_ISA_COUNT; isa++)
-            if (t->pack_on_read_ratio[isa] > 0)
-                json_object_set_new(pk, isa_key[isa], json_real(t->pack_on_read_ratio[isa]));
-        json_object_set_new(root, "pack_on_read_ratio", pk);
+        save_isa_ratios(root, "fetch_next_ratio", t->fetch_next_ratio);
+        save_isa_ratios(root, "pack_on_read_ratio", t->pack_on_read_ratio);
         json_t *context = json_object();
         for (int isa = 0; isa < VX_ISA_COUNT; isa++) {
             const int nf = tuned_families((vx_isa)isa);
